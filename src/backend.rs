@@ -1,0 +1,40 @@
+//! Chooses the backend that runs extraction and matching.
+
+use crate::config::{Algorithm, Backend, Config};
+use crate::cpu;
+use crate::error::{Error, Result};
+use crate::extractor::{Extractor, Matcher};
+
+/// The extractor for `config.algorithm` on `config.backend`.
+///
+/// `auto` takes the GPU when one is usable and otherwise logs one line and uses the
+/// CPU; `cuda` fails with the reason when no GPU is usable.
+pub fn create_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
+    match config.backend {
+        Backend::Cpu => cpu_extractor(config),
+        Backend::Cuda => Err(Error::CudaUnavailable(
+            "this build has no CUDA backend yet".into(),
+        )),
+        Backend::Auto => {
+            log::info!("no usable GPU: using the CPU backend");
+            cpu_extractor(config)
+        }
+    }
+}
+
+fn cpu_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
+    match config.algorithm {
+        Algorithm::Orb => Ok(Box::new(cpu::orb::OrbExtractor::new(config.orb.clone())?)),
+        Algorithm::Sift => Err(Error::InvalidParameter {
+            name: "algorithm".into(),
+            reason: "sift is not available yet".into(),
+        }),
+    }
+}
+
+/// The matcher for the descriptors `config.algorithm` produces.
+pub fn create_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
+    Ok(Box::new(cpu::matcher::BruteForceMatcher::new(
+        config.matching.clone(),
+    )))
+}

@@ -1,0 +1,2 @@
+//! PLACEHOLDER: the CLI (helper cli).
+fn main() {}

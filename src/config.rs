@@ -1,0 +1,497 @@
+//! Every parameter of the CLI and the node, with its default: the single home of defaults.
+//!
+//! Parameters have dotted names (`orb.n_features`) that are the same in YAML files,
+//! on the command line (`--set orb.n_features=1000`) and as ROS parameters. Files
+//! are in the ROS 2 parameter form (`/**: ros__parameters: {...}`); a plain mapping
+//! of the same keys is accepted too. Loading layers defaults, then the file, then
+//! `--set` overrides, rejects unknown names, then [`Config::validate`]s the ranges.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::{Mapping, Value};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    Orb,
+    Sift,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Orb => "orb",
+            Algorithm::Sift => "sift",
+        }
+    }
+}
+
+/// Where extraction runs. `auto` uses CUDA when a GPU is usable, else the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+/// How the CUDA backend holds frames: `unified` (host and device share memory,
+/// the Jetson way), `device` (device buffers with pinned staging), `auto` picks
+/// `unified` on integrated GPUs and `device` on discrete ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryMode {
+    Auto,
+    Unified,
+    Device,
+}
+
+/// Which score ranks ORB corners.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrbScore {
+    /// Harris corner measure, k = 0.04, 7x7 window (OpenCV's default).
+    Harris,
+    /// The FAST score: the largest threshold at which the pixel is still a corner.
+    Fast,
+}
+
+/// How ORB keypoints are spread over each pyramid level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distribution {
+    /// ORB-SLAM style: even coverage over cells of `grid_cell_size` pixels.
+    Grid,
+    /// OpenCV style: the strongest responses of the level.
+    TopResponse,
+}
+
+/// What the node matches each frame against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    None,
+    /// Each frame against the previous one.
+    Temporal,
+    /// Left camera against right camera, paired by stamp.
+    Stereo,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrbConfig {
+    /// Keypoints wanted over all levels.
+    pub n_features: u32,
+    pub n_levels: u32,
+    /// Ratio between the sides of consecutive pyramid levels.
+    pub scale_factor: f64,
+    /// FAST threshold: ring pixels must differ from the centre by more than this.
+    pub fast_threshold: u32,
+    /// Threshold retried in a grid cell where `fast_threshold` finds no corner.
+    pub min_fast_threshold: u32,
+    /// Keypoints closer than this to a level's border are dropped.
+    pub edge_threshold: u32,
+    /// Side of the described patch; the learned rBRIEF pattern is defined for 31.
+    pub patch_size: u32,
+    pub score: OrbScore,
+    pub distribution: Distribution,
+    /// Nominal side of a grid cell, in pixels of the level.
+    pub grid_cell_size: u32,
+}
+
+impl Default for OrbConfig {
+    fn default() -> Self {
+        Self {
+            n_features: 2000,
+            n_levels: 8,
+            scale_factor: 1.2,
+            fast_threshold: 20,
+            min_fast_threshold: 7,
+            edge_threshold: 31,
+            patch_size: 31,
+            score: OrbScore::Harris,
+            distribution: Distribution::Grid,
+            grid_cell_size: 30,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SiftConfig {
+    pub n_octave_layers: u32,
+    pub contrast_threshold: f64,
+    pub edge_threshold: f64,
+    pub sigma: f64,
+    /// Start at octave -1 (the input upsampled twice), as OpenCV does.
+    pub upscale: bool,
+    /// Keep only the strongest keypoints; 0 keeps all.
+    pub max_features: u32,
+    /// Hellinger-normalised descriptors (Arandjelovic & Zisserman 2012).
+    pub root_sift: bool,
+}
+
+impl Default for SiftConfig {
+    fn default() -> Self {
+        Self {
+            n_octave_layers: 3,
+            contrast_threshold: 0.04,
+            edge_threshold: 10.0,
+            sigma: 1.6,
+            upscale: true,
+            max_features: 0,
+            root_sift: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MatchConfig {
+    /// Lowe ratio: keep a match when best < ratio * second best. 1 disables the test.
+    pub ratio: f64,
+    /// Keep only matches that are each other's best in both directions.
+    pub cross_check: bool,
+    /// Reject matches farther than this (Hamming bits or L2); 0 means no limit.
+    pub max_distance: f64,
+    /// What the node matches against.
+    pub mode: MatchMode,
+    /// Stereo: the largest stamp difference, in seconds, of a left/right pair.
+    pub sync_tolerance: f64,
+}
+
+impl Default for MatchConfig {
+    fn default() -> Self {
+        Self {
+            ratio: 0.8,
+            cross_check: true,
+            max_distance: 0.0,
+            mode: MatchMode::Temporal,
+            sync_tolerance: 0.005,
+        }
+    }
+}
+
+/// All parameters, grouped as their dotted names are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub algorithm: Algorithm,
+    pub backend: Backend,
+    pub memory: MemoryMode,
+    /// Frames with more pixels than this are rejected before any allocation.
+    pub max_image_pixels: u64,
+    pub orb: OrbConfig,
+    pub sift: SiftConfig,
+    pub matching: MatchConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            algorithm: Algorithm::Orb,
+            backend: Backend::Auto,
+            memory: MemoryMode::Auto,
+            max_image_pixels: 8192 * 8192,
+            orb: OrbConfig::default(),
+            sift: SiftConfig::default(),
+            matching: MatchConfig::default(),
+        }
+    }
+}
+
+fn invalid(name: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidParameter {
+        name: name.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
+    name: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<()> {
+    // Written so that NaN fails too.
+    if value >= min && value <= max {
+        Ok(())
+    } else {
+        Err(invalid(name, format!("{value} is outside [{min}, {max}]")))
+    }
+}
+
+impl OrbConfig {
+    pub fn validate(&self) -> Result<()> {
+        check_range("orb.n_features", self.n_features, 1, 1_000_000)?;
+        check_range("orb.n_levels", self.n_levels, 1, 32)?;
+        if !(self.scale_factor > 1.0 && self.scale_factor <= 4.0) {
+            return Err(invalid(
+                "orb.scale_factor",
+                format!("{} must be in (1, 4]", self.scale_factor),
+            ));
+        }
+        check_range("orb.fast_threshold", self.fast_threshold, 1, 254)?;
+        check_range(
+            "orb.min_fast_threshold",
+            self.min_fast_threshold,
+            1,
+            self.fast_threshold,
+        )?;
+        // 19 keeps the rotated 31x31 rBRIEF pattern (reach 18.4 px) inside the level.
+        check_range("orb.edge_threshold", self.edge_threshold, 19, 1024)?;
+        if self.patch_size != 31 {
+            return Err(invalid(
+                "orb.patch_size",
+                format!(
+                    "{} is not supported: the learned rBRIEF pattern is defined for 31",
+                    self.patch_size
+                ),
+            ));
+        }
+        check_range("orb.grid_cell_size", self.grid_cell_size, 8, 1024)
+    }
+}
+
+impl SiftConfig {
+    pub fn validate(&self) -> Result<()> {
+        check_range("sift.n_octave_layers", self.n_octave_layers, 1, 10)?;
+        check_range("sift.contrast_threshold", self.contrast_threshold, 1e-6, 1.0)?;
+        check_range("sift.edge_threshold", self.edge_threshold, 1.0, 1e3)?;
+        check_range("sift.sigma", self.sigma, 0.1, 10.0)?;
+        check_range("sift.max_features", self.max_features, 0, 1_000_000)
+    }
+}
+
+impl MatchConfig {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.ratio > 0.0 && self.ratio <= 1.0) {
+            return Err(invalid(
+                "matching.ratio",
+                format!("{} must be in (0, 1]", self.ratio),
+            ));
+        }
+        check_range("matching.max_distance", self.max_distance, 0.0, 1e9)?;
+        check_range("matching.sync_tolerance", self.sync_tolerance, 0.0, 10.0)
+    }
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        check_range("max_image_pixels", self.max_image_pixels, 1, 1 << 32)?;
+        self.orb.validate()?;
+        self.sift.validate()?;
+        self.matching.validate()
+    }
+
+    /// Defaults, then the optional YAML file, then `key=value` overrides; validated.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Self> {
+        let mut tree = serde_yaml::to_value(Config::default()).expect("defaults serialise");
+        if let Some(path) = file {
+            merge(&mut tree, parameters_of_file(path)?);
+        }
+        for item in overrides {
+            merge(&mut tree, parse_override(item)?);
+        }
+        let config: Config = serde_path_to_error::deserialize(tree).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            let text = inner.to_string();
+            if let Some(field) = unknown_field(&text) {
+                let name = if path == "." || path.is_empty() {
+                    field
+                } else {
+                    format!("{path}.{field}")
+                };
+                Error::UnknownParameter(name)
+            } else {
+                invalid(&path, text)
+            }
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// serde reports unknown fields as "unknown field `name`, expected ...".
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// Reads a YAML file and returns its parameters as one nested mapping.
+fn parameters_of_file(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let doc: Value = serde_yaml::from_str(&text).map_err(|source| Error::Yaml {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let not_a_mapping = || Error::InvalidParameter {
+        name: path.display().to_string(),
+        reason: "a parameter file must be a YAML mapping".into(),
+    };
+    let Value::Mapping(top) = doc else {
+        return match doc {
+            Value::Null => Ok(Value::Mapping(Mapping::new())),
+            _ => Err(not_a_mapping()),
+        };
+    };
+    // ROS form: node-name keys (`/**`, `/orbsift`, ...) each holding `ros__parameters`.
+    let ros_sections: Vec<&Value> = top
+        .values()
+        .filter_map(|v| v.get("ros__parameters"))
+        .collect();
+    let mut params = Value::Mapping(Mapping::new());
+    if ros_sections.is_empty() {
+        merge(&mut params, expand_dotted(Value::Mapping(top))?);
+    } else {
+        for section in ros_sections {
+            if !section.is_mapping() {
+                return Err(not_a_mapping());
+            }
+            merge(&mut params, expand_dotted(section.clone())?);
+        }
+    }
+    Ok(params)
+}
+
+/// `orb.n_features: 5` and `orb: {n_features: 5}` mean the same; make them the latter.
+fn expand_dotted(value: Value) -> Result<Value> {
+    let Value::Mapping(map) = value else {
+        return Ok(value);
+    };
+    let mut out = Value::Mapping(Mapping::new());
+    for (key, child) in map {
+        let Some(key) = key.as_str() else {
+            return Err(Error::UnknownParameter(format!("{key:?}")));
+        };
+        merge(&mut out, nest(key, expand_dotted(child)?));
+    }
+    Ok(out)
+}
+
+fn nest(dotted: &str, leaf: Value) -> Value {
+    dotted.rsplit('.').fold(leaf, |inner, part| {
+        let mut map = Mapping::new();
+        map.insert(Value::String(part.to_string()), inner);
+        Value::Mapping(map)
+    })
+}
+
+/// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
+fn parse_override(item: &str) -> Result<Value> {
+    let (key, raw) = item.split_once('=').ok_or_else(|| Error::InvalidParameter {
+        name: item.to_string(),
+        reason: "expected key=value".into(),
+    })?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(invalid(item, "empty parameter name"));
+    }
+    let value: Value = serde_yaml::from_str(raw).map_err(|e| invalid(key, e.to_string()))?;
+    if value.is_mapping() || value.is_sequence() {
+        return Err(invalid(key, "expected a single value"));
+    }
+    Ok(nest(key, value))
+}
+
+/// Overlays `top` onto `base`, recursing into mappings.
+fn merge(base: &mut Value, top: Value) {
+    match (base, top) {
+        (Value::Mapping(base), Value::Mapping(top)) => {
+            for (key, value) in top {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    fn sets(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_are_valid_and_match_the_documented_values() {
+        let c = Config::load(None, &[]).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.orb.n_features, 2000);
+        assert_eq!(c.orb.n_levels, 8);
+        assert_eq!(c.orb.distribution, Distribution::Grid);
+        assert_eq!(c.matching.ratio, 0.8);
+    }
+
+    #[test]
+    fn ros_form_nested_and_dotted_keys_and_overrides_layer_in_order() {
+        let f = file(
+            "/**:\n  ros__parameters:\n    orb:\n      n_features: 500\n      score: fast\n    matching.ratio: 0.7\n",
+        );
+        let c = Config::load(Some(f.path()), &sets(&["orb.n_features=900"])).unwrap();
+        assert_eq!(c.orb.n_features, 900);
+        assert_eq!(c.orb.score, OrbScore::Fast);
+        assert_eq!(c.matching.ratio, 0.7);
+        assert_eq!(c.orb.n_levels, 8);
+    }
+
+    #[test]
+    fn plain_mapping_is_accepted() {
+        let f = file("algorithm: sift\nsift:\n  upscale: false\n");
+        let c = Config::load(Some(f.path()), &[]).unwrap();
+        assert_eq!(c.algorithm, Algorithm::Sift);
+        assert!(!c.sift.upscale);
+    }
+
+    #[test]
+    fn every_bad_input_names_the_parameter() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["orb.n_feature=3"], "orb.n_feature"),
+            (&["orb.scale_factor=.nan"], "orb.scale_factor"),
+            (&["orb.scale_factor=1.0"], "orb.scale_factor"),
+            (&["orb.n_features=0"], "orb.n_features"),
+            (&["orb.n_features=many"], "orb.n_features"),
+            (&["orb.score=sobel"], "orb.score"),
+            (&["orb.patch_size=15"], "orb.patch_size"),
+            (&["orb.min_fast_threshold=30"], "orb.min_fast_threshold"),
+            (&["matching.ratio=1.5"], "matching.ratio"),
+            (&["matching.max_distance=-1"], "matching.max_distance"),
+            (&["sift.sigma=.inf"], "sift.sigma"),
+            (&["bogus=1"], "bogus"),
+            (&["novalue"], "novalue"),
+        ];
+        for (items, name) in cases {
+            let err = Config::load(None, &sets(items)).unwrap_err().to_string();
+            assert!(err.contains(name), "{items:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_yaml_is_reported_with_the_file() {
+        let f = file("/**:\n  ros__parameters:\n    orb: [unclosed\n");
+        let err = Config::load(Some(f.path()), &[]).unwrap_err();
+        assert!(matches!(err, Error::Yaml { .. }), "{err}");
+        let f = file("- 1\n- 2\n");
+        assert!(Config::load(Some(f.path()), &[]).is_err());
+    }
+}

@@ -1,0 +1,63 @@
+//! The crate's error type. Each variant names the problem and keeps its source error.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in orbsift, from bad input to a missing GPU.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("cannot decode image {path}: {source}")]
+    ImageDecode {
+        path: PathBuf,
+        #[source]
+        source: image::ImageError,
+    },
+
+    #[error("cannot write image {path}: {source}")]
+    ImageEncode {
+        path: PathBuf,
+        #[source]
+        source: image::ImageError,
+    },
+
+    #[error("unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)")]
+    UnsupportedEncoding(String),
+
+    #[error("invalid image: {0}")]
+    InvalidImage(String),
+
+    #[error("bad YAML in {path}: {source}")]
+    Yaml {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+
+    #[error("unknown parameter `{0}`")]
+    UnknownParameter(String),
+
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter { name: String, reason: String },
+
+    #[error("the CUDA backend is not available: {0}")]
+    CudaUnavailable(String),
+
+    #[cfg(feature = "cuda")]
+    #[error("CUDA driver call failed: {0}")]
+    Cuda(#[from] cudarc::driver::DriverError),
+
+    #[cfg(feature = "cuda")]
+    #[error("NVRTC failed to compile kernel module `{module}`: {log}")]
+    KernelCompile { module: String, log: String },
+
+    #[error("features of kind {query} cannot be matched against {train}")]
+    DescriptorMismatch { query: String, train: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

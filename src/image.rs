@@ -1,0 +1,300 @@
+//! Grey images and the one place where camera encodings become 8-bit grey.
+//!
+//! Colour is weighted as OpenCV's `cvtColor(..., COLOR_RGB2GRAY)` does for 8-bit
+//! data: `Y = (4899 R + 9617 G + 1868 B + 8192) >> 14` (BT.601 in 14-bit fixed
+//! point), so grey images match what OpenCV users get. mono16 keeps the high byte.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Largest side accepted anywhere; larger images are rejected, never allocated.
+pub const MAX_SIDE: usize = 1 << 16;
+
+/// An owned 8-bit grey image, rows packed without padding.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GrayImage {
+    width: usize,
+    height: usize,
+    data: Vec<u8>,
+}
+
+impl std::fmt::Debug for GrayImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GrayImage({}x{})", self.width, self.height)
+    }
+}
+
+/// Camera pixel layouts, named as `sensor_msgs/Image` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Mono8,
+    Mono16,
+    Rgb8,
+    Bgr8,
+    Rgba8,
+    Bgra8,
+}
+
+impl Encoding {
+    /// Parses a `sensor_msgs/Image` encoding string.
+    pub fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "mono8" | "8UC1" => Encoding::Mono8,
+            "mono16" | "16UC1" => Encoding::Mono16,
+            "rgb8" => Encoding::Rgb8,
+            "bgr8" | "8UC3" => Encoding::Bgr8,
+            "rgba8" => Encoding::Rgba8,
+            "bgra8" | "8UC4" => Encoding::Bgra8,
+            other => return Err(Error::UnsupportedEncoding(other.to_string())),
+        })
+    }
+
+    pub fn bytes_per_pixel(self) -> usize {
+        match self {
+            Encoding::Mono8 => 1,
+            Encoding::Mono16 => 2,
+            Encoding::Rgb8 | Encoding::Bgr8 => 3,
+            Encoding::Rgba8 | Encoding::Bgra8 => 4,
+        }
+    }
+}
+
+/// A borrowed, possibly padded frame in one of the camera encodings.
+#[derive(Clone, Copy, Debug)]
+pub struct RawFrame<'a> {
+    pub encoding: Encoding,
+    pub width: usize,
+    pub height: usize,
+    /// Bytes from the start of one row to the next.
+    pub step: usize,
+    /// Only meaningful for mono16.
+    pub big_endian: bool,
+    pub data: &'a [u8],
+}
+
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((4899 * r as u32 + 9617 * g as u32 + 1868 * b as u32 + 8192) >> 14) as u8
+}
+
+impl GrayImage {
+    /// Wraps packed grey pixels; `data.len()` must be `width * height`.
+    pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
+        check_size(width, height)?;
+        if data.len() != width * height {
+            return Err(Error::InvalidImage(format!(
+                "{width}x{height} needs {} bytes, got {}",
+                width * height,
+                data.len()
+            )));
+        }
+        Ok(Self {
+            width,
+            height,
+            data,
+        })
+    }
+
+    /// Converts any supported camera frame to grey, validating every size first.
+    pub fn from_raw(frame: &RawFrame<'_>) -> Result<Self> {
+        let RawFrame {
+            encoding,
+            width,
+            height,
+            step,
+            big_endian,
+            data,
+        } = *frame;
+        check_size(width, height)?;
+        let bpp = encoding.bytes_per_pixel();
+        let row_bytes = width * bpp;
+        if step < row_bytes {
+            return Err(Error::InvalidImage(format!(
+                "step {step} is smaller than a row of {width} {encoding:?} pixels ({row_bytes} bytes)"
+            )));
+        }
+        let needed = step
+            .checked_mul(height - 1)
+            .and_then(|n| n.checked_add(row_bytes))
+            .ok_or_else(|| Error::InvalidImage(format!("step {step} x height {height} overflows")))?;
+        if data.len() < needed {
+            return Err(Error::InvalidImage(format!(
+                "data has {} bytes, {width}x{height} {encoding:?} with step {step} needs {needed}",
+                data.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(width * height);
+        for row in data.chunks(step).take(height) {
+            let row = &row[..row_bytes];
+            match encoding {
+                Encoding::Mono8 => out.extend_from_slice(row),
+                Encoding::Mono16 => out.extend(
+                    row.chunks_exact(2)
+                        .map(|p| if big_endian { p[0] } else { p[1] }),
+                ),
+                Encoding::Rgb8 => out.extend(row.chunks_exact(3).map(|p| luma(p[0], p[1], p[2]))),
+                Encoding::Bgr8 => out.extend(row.chunks_exact(3).map(|p| luma(p[2], p[1], p[0]))),
+                Encoding::Rgba8 => out.extend(row.chunks_exact(4).map(|p| luma(p[0], p[1], p[2]))),
+                Encoding::Bgra8 => out.extend(row.chunks_exact(4).map(|p| luma(p[2], p[1], p[0]))),
+            }
+        }
+        Self::new(width, height, out)
+    }
+
+    /// Reads PNG, JPEG or PGM/PPM from disk and converts it to grey.
+    pub fn open(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let decoded = image::load_from_memory(&bytes).map_err(|source| Error::ImageDecode {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let (width, height) = (decoded.width() as usize, decoded.height() as usize);
+        match decoded {
+            image::DynamicImage::ImageLuma8(gray) => Self::new(width, height, gray.into_raw()),
+            other => {
+                let rgb = other.into_rgb8();
+                Self::from_raw(&RawFrame {
+                    encoding: Encoding::Rgb8,
+                    width,
+                    height,
+                    step: width * 3,
+                    big_endian: false,
+                    data: rgb.as_raw(),
+                })
+            }
+        }
+    }
+
+    /// Writes the image as PNG or PGM (by extension).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        image::save_buffer(
+            path,
+            &self.data,
+            self.width as u32,
+            self.height as u32,
+            image::ExtendedColorType::L8,
+        )
+        .map_err(|source| Error::ImageEncode {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Packed pixels, row-major; row `y` starts at `y * width`.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
+    /// The pixel at column `x`, row `y`.
+    #[inline]
+    pub fn get(&self, x: usize, y: usize) -> u8 {
+        self.data[y * self.width + x]
+    }
+
+    /// Row `y` as a slice.
+    #[inline]
+    pub fn row(&self, y: usize) -> &[u8] {
+        &self.data[y * self.width..(y + 1) * self.width]
+    }
+}
+
+fn check_size(width: usize, height: usize) -> Result<()> {
+    if width == 0 || height == 0 {
+        return Err(Error::InvalidImage(format!("zero size {width}x{height}")));
+    }
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(Error::InvalidImage(format!(
+            "size {width}x{height} exceeds the {MAX_SIDE} pixel side limit"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(encoding: Encoding, width: usize, step: usize, data: &[u8]) -> RawFrame<'_> {
+        RawFrame {
+            encoding,
+            width,
+            height: data.len() / step,
+            step,
+            big_endian: false,
+            data,
+        }
+    }
+
+    #[test]
+    fn colour_orders_agree() {
+        let rgb = [200u8, 100, 50, 10, 20, 30];
+        let bgr = [50u8, 100, 200, 30, 20, 10];
+        let rgba = [200u8, 100, 50, 255, 10, 20, 30, 0];
+        let a = GrayImage::from_raw(&frame(Encoding::Rgb8, 2, 6, &rgb)).unwrap();
+        let b = GrayImage::from_raw(&frame(Encoding::Bgr8, 2, 6, &bgr)).unwrap();
+        let c = GrayImage::from_raw(&frame(Encoding::Rgba8, 2, 8, &rgba)).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        // OpenCV: cvtColor([[200,100,50]] RGB2GRAY) == 124
+        assert_eq!(a.data(), &[124, 18]);
+    }
+
+    #[test]
+    fn step_padding_is_skipped() {
+        let data = [1u8, 2, 99, 3, 4, 99];
+        let img = GrayImage::from_raw(&frame(Encoding::Mono8, 2, 3, &data)).unwrap();
+        assert_eq!(img.data(), &[1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn mono16_keeps_high_byte_in_either_byte_order() {
+        let le = [0x34u8, 0x12, 0xff, 0xab];
+        let mut f = frame(Encoding::Mono16, 2, 4, &le);
+        assert_eq!(GrayImage::from_raw(&f).unwrap().data(), &[0x12, 0xab]);
+        let be = [0x12u8, 0x34, 0xab, 0xff];
+        f.data = &be;
+        f.big_endian = true;
+        assert_eq!(GrayImage::from_raw(&f).unwrap().data(), &[0x12, 0xab]);
+    }
+
+    #[test]
+    fn malformed_frames_are_rejected_with_the_reason() {
+        let data = [0u8; 10];
+        let short_step = frame(Encoding::Rgb8, 4, 6, &data);
+        let msg = GrayImage::from_raw(&short_step).unwrap_err().to_string();
+        assert!(msg.contains("step 6 is smaller"), "{msg}");
+
+        let mut short_data = frame(Encoding::Mono8, 5, 5, &data);
+        short_data.height = 3;
+        let msg = GrayImage::from_raw(&short_data).unwrap_err().to_string();
+        assert!(msg.contains("needs 15"), "{msg}");
+
+        let mut zero = frame(Encoding::Mono8, 0, 5, &data);
+        zero.height = 2;
+        assert!(GrayImage::from_raw(&zero).is_err());
+
+        let mut huge = frame(Encoding::Mono8, MAX_SIDE + 1, MAX_SIDE + 1, &data);
+        huge.height = 1;
+        assert!(GrayImage::from_raw(&huge).is_err());
+
+        assert!(matches!(
+            Encoding::parse("yuv422"),
+            Err(Error::UnsupportedEncoding(e)) if e == "yuv422"
+        ));
+    }
+}

@@ -38,7 +38,10 @@ fn orb_yaml_lists_every_orb_and_matching_parameter_with_a_comment() {
                 .lines()
                 .find(|l| l.trim_start().starts_with(&format!("{name}:")))
                 .unwrap();
-            assert!(line.contains(" # "), "{section}.{name} has no comment: {line:?}");
+            assert!(
+                line.contains(" # "),
+                "{section}.{name} has no comment: {line:?}"
+            );
         }
     }
 }

@@ -14,9 +14,11 @@
 pub mod backend;
 pub mod config;
 pub mod cpu;
+pub mod draw;
 pub mod error;
 pub mod extractor;
 pub mod image;
+pub mod report;
 pub mod types;
 
 pub use backend::{create_extractor, create_matcher};

@@ -65,6 +65,9 @@ pub enum Error {
     #[error("NVRTC failed to compile kernel module `{module}`: {log}")]
     KernelCompile { module: String, log: String },
 
+    #[error("keypoint {index}: {reason}")]
+    InvalidKeypoint { index: usize, reason: String },
+
     #[error("features of kind {query} cannot be matched against {train}")]
     DescriptorMismatch { query: String, train: String },
 }

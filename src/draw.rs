@@ -17,13 +17,16 @@ const KEYPOINT_COLOUR: Rgb<u8> = Rgb([0, 255, 0]);
 pub fn draw_keypoints(image: &GrayImage, keypoints: &Keypoints) -> RgbImage {
     let mut canvas = RgbImage::new(image.width() as u32, image.height() as u32);
     paste(&mut canvas, image, 0);
-    circle_keypoints(&mut canvas, keypoints, 0.0);
+    for i in 0..keypoints.len() {
+        keypoint(&mut canvas, keypoints, i, 0.0, KEYPOINT_COLOUR);
+    }
     canvas
 }
 
-/// `a` and `b` side by side (width `wa + wb`), keypoints circled, and one line per
-/// match from `a`'s keypoint `query` to `b`'s keypoint `train`, each match in its own
-/// colour. Matches whose indexes are out of range are skipped.
+/// `a` and `b` side by side (width `wa + wb`) and, for each match, `a`'s keypoint
+/// `query` and `b`'s keypoint `train` circled and joined by a line, each match in its
+/// own colour (unmatched keypoints are left out: with thousands the picture would be
+/// unreadable). Matches whose indexes are out of range are skipped.
 pub fn draw_matches(
     a: &GrayImage,
     keypoints_a: &Keypoints,
@@ -36,16 +39,17 @@ pub fn draw_matches(
     let mut canvas = RgbImage::new(width as u32, a.height().max(b.height()) as u32);
     paste(&mut canvas, a, 0);
     paste(&mut canvas, b, a.width());
-    circle_keypoints(&mut canvas, keypoints_a, 0.0);
-    circle_keypoints(&mut canvas, keypoints_b, offset);
     for (n, m) in matches.iter().enumerate() {
         let (i, j) = (m.query as usize, m.train as usize);
         if i >= keypoints_a.len() || j >= keypoints_b.len() {
             continue;
         }
+        let colour = distinct_colour(n);
+        keypoint(&mut canvas, keypoints_a, i, 0.0, colour);
+        keypoint(&mut canvas, keypoints_b, j, offset, colour);
         let from = (keypoints_a.x[i], keypoints_a.y[i]);
         let to = (keypoints_b.x[j] + offset, keypoints_b.y[j]);
-        line(&mut canvas, from, to, distinct_colour(n));
+        line(&mut canvas, from, to, colour);
     }
     canvas
 }
@@ -59,15 +63,24 @@ fn paste(canvas: &mut RgbImage, image: &GrayImage, x_offset: usize) {
     }
 }
 
-fn circle_keypoints(canvas: &mut RgbImage, keypoints: &Keypoints, x_offset: f32) {
-    for i in 0..keypoints.len() {
-        let centre = (keypoints.x[i] + x_offset, keypoints.y[i]);
-        let radius = (keypoints.size[i] / 2.0).max(1.0);
-        circle(canvas, centre, radius, KEYPOINT_COLOUR);
-        let (sin, cos) = keypoints.angle[i].to_radians().sin_cos();
-        let tip = (centre.0 + radius * cos, centre.1 + radius * sin);
-        line(canvas, centre, tip, KEYPOINT_COLOUR);
-    }
+/// Keypoint `i` as a circle of diameter `size` with a radius showing its angle.
+fn keypoint(
+    canvas: &mut RgbImage,
+    keypoints: &Keypoints,
+    i: usize,
+    x_offset: f32,
+    colour: Rgb<u8>,
+) {
+    let centre = (keypoints.x[i] + x_offset, keypoints.y[i]);
+    let radius = (keypoints.size[i] / 2.0).max(1.0);
+    circle(canvas, centre, radius, colour);
+    let (sin, cos) = keypoints.angle[i].to_radians().sin_cos();
+    line(
+        canvas,
+        centre,
+        (centre.0 + radius * cos, centre.1 + radius * sin),
+        colour,
+    );
 }
 
 /// Sets the pixel nearest to `(x, y)` when it lies on the canvas.
@@ -185,6 +198,9 @@ mod tests {
         for x in [10, 29, 30, 60] {
             assert_eq!(*canvas.get_pixel(x, 10), distinct_colour(0), "x = {x}");
         }
+        // Both ends are circled (radius 1) in the match's colour.
+        assert_eq!(*canvas.get_pixel(5, 9), distinct_colour(0));
+        assert_eq!(*canvas.get_pixel(65, 11), distinct_colour(0));
         // Each half keeps its own pixels; below `a` the canvas is black.
         assert_eq!(*canvas.get_pixel(2, 2), Rgb([50, 50, 50]));
         assert_eq!(*canvas.get_pixel(32, 2), Rgb([100, 100, 100]));

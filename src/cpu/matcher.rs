@@ -340,14 +340,14 @@ mod tests {
         assert!(run(
             &mut matcher(0.8, false, 0.0),
             DescriptorKind::Orb256,
-            &[probe.clone()],
+            std::slice::from_ref(&probe),
             &train
         )
         .is_empty());
         let m = run(
             &mut matcher(1.0, false, 0.0),
             DescriptorKind::Orb256,
-            &[probe.clone()],
+            std::slice::from_ref(&probe),
             &train,
         );
         assert_eq!((m[0].train, m[0].distance), (3, 1.0));

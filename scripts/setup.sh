@@ -16,16 +16,18 @@ as_root() {
 missing=()
 command -v cc >/dev/null && command -v make >/dev/null || missing+=(build-essential)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
-command -v curl >/dev/null || missing+=(curl ca-certificates)
-command -v python3 >/dev/null || missing+=(python3)
-# Debian ships venv/ensurepip apart from python3.
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    missing+=(python3-venv)
+if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+    command -v curl >/dev/null || missing+=(curl ca-certificates)
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}"
+command -v python3 >/dev/null || missing+=(python3 python3-venv)
+
+apt_install() {
+    echo "setup: installing $*"
     as_root apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+if [ ${#missing[@]} -gt 0 ]; then
+    apt_install "${missing[@]}"
 fi
 
 # --- Rust --------------------------------------------------------------------
@@ -47,7 +49,12 @@ fi
 # --- Python test peers ---------------------------------------------------------
 if [ ! -x "$venv/bin/python" ]; then
     echo "setup: creating $venv"
-    python3 -m venv "$venv"
+    # Debian and Ubuntu ship venv's pip bootstrap apart, in python3-venv.
+    if ! python3 -m venv "$venv"; then
+        rm -rf "$venv"
+        apt_install python3-venv
+        python3 -m venv "$venv"
+    fi
 fi
 stamp="$venv/.requirements.sha256"
 wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"

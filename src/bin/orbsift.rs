@@ -2,6 +2,7 @@
 //! The work lives in the library; this file parses arguments and reports errors.
 
 use std::error::Error as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage,
 
 /// ORB and SIFT feature extraction and matching on NVIDIA GPUs, with a CPU reference.
 #[derive(Parser)]
-#[command(name = "orbsift", version)]
+#[command(name = "orbsift", version, arg_required_else_help = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -102,6 +103,13 @@ fn main() -> ExitCode {
             let _ = err.print();
             return ExitCode::SUCCESS;
         }
+        Err(err)
+            if err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // `orbsift` alone: the help is the useful answer.
+            let _ = err.print();
+            return ExitCode::from(2);
+        }
         Err(err) => {
             eprintln!("orbsift: error: {}", one_line_usage_error(&err));
             return ExitCode::from(2);
@@ -187,8 +195,10 @@ fn run(command: Command) -> Result<()> {
             pool.install(|| bench::run(&config, &source, iterations as usize))
         }
         Command::Config { params } => {
-            print!("{}", params.load()?.to_ros_yaml());
-            Ok(())
+            let text = params.load()?.to_ros_yaml();
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(stdout_error)
         }
     }
 }
@@ -230,6 +240,14 @@ fn with_sources(err: &Error) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A failed write to standard output (a closed pipe, say) is an error, not a panic.
+fn stdout_error(source: std::io::Error) -> Error {
+    Error::Write {
+        path: "standard output".into(),
+        source,
+    }
+}
+
 /// clap's multi-line usage error folded into one line, without the usage hint.
 fn one_line_usage_error(err: &clap::Error) -> String {
     err.render()
@@ -247,6 +265,7 @@ fn one_line_usage_error(err: &clap::Error) -> String {
 mod bench {
     //! `orbsift bench`: a table for people and one `BENCH ...` line per size for scripts.
 
+    use std::io::Write;
     use std::time::Instant;
 
     use orbsift::{Config, GrayImage, Result};
@@ -281,15 +300,25 @@ mod bench {
     }
 
     pub fn run(config: &Config, source: &GrayImage, iterations: usize) -> Result<()> {
+        let mut out = std::io::stdout().lock();
         let mut extractor = orbsift::create_extractor(config)?;
         let mut matcher = orbsift::create_matcher(config)?;
         let device = extractor.device_name();
         let (algo, backend) = (config.algorithm.name(), extractor.backend_name());
-        println!("{algo} on {backend} ({device}), {iterations} iterations after {WARM_UP_RUNS} warm-up runs");
-        println!(
-            "{:>10} {:>9} {:>14} {:>11} {:>14} {:>12}",
-            "size", "keypoints", "extract median", "extract min", "upload median", "match median"
-        );
+        writeln!(out, "{algo} on {backend} ({device}), {iterations} iterations after {WARM_UP_RUNS} warm-up runs")
+            .map_err(super::stdout_error)?;
+        writeln!(
+            out,
+            "{:>10} {:>9} {:>14} {:>11} {:>14} {:>12} {:>9}",
+            "size",
+            "keypoints",
+            "extract median",
+            "extract min",
+            "upload median",
+            "match median",
+            "match min"
+        )
+        .map_err(super::stdout_error)?;
         let mut machine_lines = Vec::new();
         for (width, height) in SIZES {
             let frame = resized(source, width, height)?;
@@ -308,15 +337,18 @@ mod bench {
             }
             let (extract, upload, matching) =
                 (Timings(extract), Timings(upload), Timings(matching));
-            println!(
-                "{:>10} {:>9} {:>11.3} ms {:>8.3} ms {:>11.3} ms {:>9.3} ms",
+            writeln!(
+                out,
+                "{:>10} {:>9} {:>11.3} ms {:>8.3} ms {:>11.3} ms {:>9.3} ms {:>6.3} ms",
                 format!("{width}x{height}"),
                 features.len(),
                 extract.median(),
                 extract.min(),
                 upload.median(),
-                matching.median()
-            );
+                matching.median(),
+                matching.min()
+            )
+            .map_err(super::stdout_error)?;
             machine_lines.push(format!(
                 "BENCH algo={algo} backend={backend} device=\"{device}\" size={width}x{height} features={} \
                  extract_ms_median={:.3} extract_ms_min={:.3} upload_ms_median={:.3} match_ms_median={:.3}",
@@ -328,7 +360,7 @@ mod bench {
             ));
         }
         for line in machine_lines {
-            println!("{line}");
+            writeln!(out, "{line}").map_err(super::stdout_error)?;
         }
         Ok(())
     }

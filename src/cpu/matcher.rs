@@ -49,9 +49,18 @@ struct Nearest {
     second: Option<u32>,
 }
 
+/// Per train descriptor, `(distance, query index)` of its nearest query so far; the
+/// tuple order makes `min` prefer the lower index on equal distances.
+type NearestQueries = Vec<(u32, u32)>;
+
 impl BruteForceMatcher {
     /// `distance` is the exact integer metric, `report` turns it into the distance
     /// written in a [`Match`] (and compared by the ratio test and `max_distance`).
+    ///
+    /// One pass over all pairs serves both directions: while a query looks for its two
+    /// nearest train descriptors, each train descriptor keeps its nearest query (in a
+    /// table per rayon work chunk, merged at the end), so the cross-check costs no
+    /// second pass.
     fn match_with(
         &self,
         query: &Descriptors,
@@ -62,53 +71,83 @@ impl BruteForceMatcher {
         if query.is_empty() || train.is_empty() {
             return Vec::new();
         }
-        // Each train descriptor's nearest query, needed only for the cross-check.
-        let train_best: Vec<u32> = if self.config.cross_check {
-            train
-                .data
-                .par_chunks_exact(train.kind.bytes())
-                .map(|t| nearest(t, query, &distance).index)
-                .collect()
-        } else {
-            Vec::new()
+        let cross_check = self.config.cross_check;
+        let fresh_table = || -> NearestQueries {
+            if cross_check {
+                vec![(u32::MAX, u32::MAX); train.len()]
+            } else {
+                Vec::new()
+            }
         };
-        let ratio = self.config.ratio;
-        let max_distance = self.config.max_distance;
-        query
+        let (mut kept, nearest_queries) = query
             .data
             .par_chunks_exact(query.kind.bytes())
             .enumerate()
-            .filter_map(|(i, q)| {
-                let near = nearest(q, train, &distance);
-                let best = report(near.best);
-                // A ratio of 1 or more disables the test (config.rs documents 1 as "off").
-                let passes_ratio = ratio >= 1.0
-                    || near
-                        .second
-                        .is_none_or(|second| (best as f64) < ratio * report(second) as f64);
-                let mutual =
-                    !self.config.cross_check || train_best[near.index as usize] == i as u32;
-                let close = max_distance <= 0.0 || best as f64 <= max_distance;
-                (passes_ratio && mutual && close).then_some(Match {
-                    query: i as u32,
-                    train: near.index,
-                    distance: best,
-                })
-            })
-            .collect()
+            // Chunks of queries large enough that the per-chunk table is amortised.
+            .with_min_len(64)
+            .fold(
+                || (Vec::new(), fresh_table()),
+                |(mut kept, mut table), (i, q)| {
+                    let i = i as u32;
+                    let near = nearest(q, train, &distance, |j, d| {
+                        if cross_check {
+                            table[j] = table[j].min((d, i));
+                        }
+                    });
+                    if let Some(m) = self.accept(i, &near, &report) {
+                        kept.push(m);
+                    }
+                    (kept, table)
+                },
+            )
+            .reduce(
+                || (Vec::new(), fresh_table()),
+                |(mut kept, mut table), (other_kept, other_table)| {
+                    kept.extend(other_kept);
+                    for (mine, theirs) in table.iter_mut().zip(other_table) {
+                        *mine = (*mine).min(theirs);
+                    }
+                    (kept, table)
+                },
+            );
+        if cross_check {
+            kept.retain(|m| nearest_queries[m.train as usize].1 == m.query);
+        }
+        kept.sort_unstable_by_key(|m| m.query);
+        kept
+    }
+
+    /// The match of query `i` if it passes the ratio test and `max_distance`.
+    fn accept(&self, i: u32, near: &Nearest, report: &impl Fn(u32) -> f32) -> Option<Match> {
+        let best = report(near.best);
+        // A ratio of 1 or more disables the test (config.rs documents 1 as "off").
+        let ratio = self.config.ratio;
+        let passes_ratio = ratio >= 1.0
+            || near
+                .second
+                .is_none_or(|second| (best as f64) < ratio * report(second) as f64);
+        let max_distance = self.config.max_distance;
+        let close = max_distance <= 0.0 || best as f64 <= max_distance;
+        (passes_ratio && close).then_some(Match {
+            query: i,
+            train: near.index,
+            distance: best,
+        })
     }
 }
 
 /// The two nearest of `candidates` to `probe`; on equal distances the lower index wins.
-/// `candidates` must not be empty.
+/// `candidates` must not be empty. `seen(j, d)` is told every distance.
 fn nearest(
     probe: &[u8],
     candidates: &Descriptors,
     distance: &impl Fn(&[u8], &[u8]) -> u32,
+    mut seen: impl FnMut(usize, u32),
 ) -> Nearest {
     let (mut index, mut best, mut second) = (0, u32::MAX, u32::MAX);
     for (j, candidate) in candidates.iter().enumerate() {
         let d = distance(probe, candidate);
+        seen(j, d);
         if d < best {
             (index, best, second) = (j as u32, d, best);
         } else if d < second {
@@ -368,6 +407,35 @@ mod tests {
             .filter(|&(q, t)| [2, 5].contains(&q) || [3, 7].contains(&t))
             .collect();
         assert_eq!(involving_ties, vec![(2, 3)]);
+    }
+
+    #[test]
+    fn results_do_not_depend_on_threads_or_work_chunks() {
+        let mut s = shuffled(9, 600);
+        // A duplicate query far from the original (another work chunk): the lower index
+        // keeps the train descriptor both share.
+        s.query[580] = s.query[3].clone();
+        let in_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                run(
+                    &mut matcher(0.8, true, 0.0),
+                    DescriptorKind::Orb256,
+                    &s.query,
+                    &s.train,
+                )
+            })
+        };
+        let one = in_pool(1);
+        assert_eq!(one, in_pool(4));
+        assert!(one
+            .iter()
+            .any(|m| m.query == 3 && m.train as usize == s.perm[3]));
+        assert!(one.iter().all(|m| m.query != 580));
+        assert!(one.windows(2).all(|w| w[0].query < w[1].query));
     }
 
     #[test]

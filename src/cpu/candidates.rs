@@ -71,13 +71,16 @@ pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut
         let (above, here, below) = (row(y - 1), row(y), row(y + 1));
         // Corners are sparse: skip blocks of zero scores at once.
         for (i, chunk) in here[area.x0..area.x1].chunks(16).enumerate() {
-            if chunk.iter().fold(0, |any, &s| any | s) == 0 {
-                continue;
-            }
-            for (j, &s) in chunk.iter().enumerate() {
-                let x = area.x0 + 16 * i + j;
+            let mut nonzero = chunk
+                .iter()
+                .enumerate()
+                .fold(0u16, |bits, (j, &s)| bits | (u16::from(s != 0) << j));
+            while nonzero != 0 {
+                let x = area.x0 + 16 * i + nonzero.trailing_zeros() as usize;
+                nonzero &= nonzero - 1;
+                let s = here[x];
                 let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
-                if s != 0 && s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
+                if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
                     out.push(Candidate::new(x, y, s));
                 }
             }

@@ -35,13 +35,18 @@ fn frame(width: u32, height: u32) -> GrayImage {
     GrayImage::new(width as usize, height as usize, scaled.into_raw()).expect("frame")
 }
 
-/// A pool of `threads`; with one, the calling thread itself does the work.
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+/// One thread: the calling thread itself, which does all the work (a thread can
+/// join one such pool in its life). All threads: a plain pool.
+fn pools() -> (rayon::ThreadPool, rayon::ThreadPool) {
+    let single = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
         .use_current_thread()
         .build()
-        .expect("thread pool")
+        .expect("one-thread pool");
+    let all = rayon::ThreadPoolBuilder::new()
+        .build()
+        .expect("thread pool");
+    (single, all)
 }
 
 fn thread_cpu_time() -> Duration {
@@ -56,14 +61,14 @@ fn thread_cpu_time() -> Duration {
 }
 
 fn orb_cpu(c: &mut Criterion) {
-    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (single, all) = pools();
     let mut group = c.benchmark_group("orb_cpu");
     group.sample_size(30);
     for (width, height) in SIZES {
         let image = frame(width, height);
-        for threads in [1, all] {
-            let pool = pool(threads);
+        for pool in [&single, &all] {
             let mut extractor = OrbExtractor::new(OrbConfig::default()).expect("config");
+            let threads = pool.current_num_threads();
             let id = BenchmarkId::new(format!("{width}x{height}"), format!("{threads} threads"));
             group.bench_function(id, |b| {
                 pool.install(|| b.iter(|| extractor.extract(&image).expect("extract")))
@@ -71,12 +76,9 @@ fn orb_cpu(c: &mut Criterion) {
         }
     }
     group.finish();
-}
 
-fn orb_cpu_thread_time(c: &mut Criterion) {
     let mut group = c.benchmark_group("orb_cpu_thread_time");
     group.sample_size(30);
-    let pool = pool(1);
     for (width, height) in SIZES {
         let image = frame(width, height);
         for distribution in [Distribution::Grid, Distribution::TopResponse] {
@@ -87,7 +89,7 @@ fn orb_cpu_thread_time(c: &mut Criterion) {
             let mut extractor = OrbExtractor::new(config).expect("config");
             let id = BenchmarkId::new(format!("{width}x{height}"), format!("{distribution:?}"));
             group.bench_function(id, |b| {
-                pool.install(|| {
+                single.install(|| {
                     b.iter_custom(|iterations| {
                         let start = thread_cpu_time();
                         for _ in 0..iterations {
@@ -102,5 +104,5 @@ fn orb_cpu_thread_time(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, orb_cpu, orb_cpu_thread_time);
+criterion_group!(benches, orb_cpu);
 criterion_main!(benches);

@@ -132,9 +132,13 @@ struct Nearest {
     second: Option<u32>,
 }
 
-/// Per train descriptor, `(distance, query index)` of its nearest query so far; the
-/// tuple order makes `min` prefer the lower index on equal distances.
-type NearestQueries = Vec<(u32, u32)>;
+/// Per train descriptor, its nearest query so far as `distance << 32 | query index`:
+/// one integer `min` per pair keeps the nearest, preferring the lower index on ties.
+type NearestQueries = Vec<u64>;
+
+fn distance_and_index(distance: u32, index: u32) -> u64 {
+    (distance as u64) << 32 | index as u64
+}
 
 impl BruteForceMatcher {
     /// One pass over all pairs serves both directions: while a query looks for its two
@@ -153,7 +157,7 @@ impl BruteForceMatcher {
         let cross_check = self.config.cross_check;
         let fresh_table = || -> NearestQueries {
             if cross_check {
-                vec![(u32::MAX, u32::MAX); train.len()]
+                vec![u64::MAX; train.len()]
             } else {
                 Vec::new()
             }
@@ -170,7 +174,7 @@ impl BruteForceMatcher {
                     let i = i as u32;
                     let near = metric.nearest(q, train, |j, d| {
                         if cross_check {
-                            table[j] = table[j].min((d, i));
+                            table[j] = table[j].min(distance_and_index(d, i));
                         }
                     });
                     if let Some(m) = self.accept(i, &near, metric) {
@@ -190,7 +194,7 @@ impl BruteForceMatcher {
                 },
             );
         if cross_check {
-            kept.retain(|m| nearest_queries[m.train as usize].1 == m.query);
+            kept.retain(|m| nearest_queries[m.train as usize] as u32 == m.query);
         }
         kept.sort_unstable_by_key(|m| m.query);
         kept

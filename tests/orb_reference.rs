@@ -285,3 +285,25 @@ fn describe_at_rejects_keypoints_it_cannot_describe() {
     assert!(bad(100.0, 100.0, f32::NAN, 0).contains("angle"));
     assert!(bad(f32::NAN, 100.0, 0.0, 0).contains("inside the level"));
 }
+
+#[test]
+fn top_response_candidates_do_not_depend_on_the_score_map_threshold() {
+    // The map at min_fast_threshold, cut at fast_threshold, gives the same NMS
+    // survivors as the map built at fast_threshold (docs/orb-reference.md §2-3).
+    use orbsift::cpu::candidates::{apply_threshold, local_maxima, DetectionArea};
+    use orbsift::cpu::fast::score_map;
+    let image = load("graf1.png");
+    let (w, h) = (image.width(), image.height());
+    let area = DetectionArea::new(w, h, 31).expect("area");
+    let survivors = |map_threshold: u8| {
+        let mut scores = vec![0; w * h];
+        score_map(image.data(), w, map_threshold, &mut scores);
+        let mut candidates = Vec::new();
+        local_maxima(&scores, w, &area, &mut candidates);
+        apply_threshold(&mut candidates, 20);
+        candidates
+    };
+    let (low, high) = (survivors(7), survivors(20));
+    assert!(high.len() > 100, "{} candidates", high.len());
+    assert_eq!(low, high);
+}

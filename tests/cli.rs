@@ -393,6 +393,10 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
         (extract(&["--set", "novalue"], &graf), "novalue"),
         (extract(&["--algo", "surf"], &graf), "surf"),
         (
+            extract(&["--set", "max_image_pixels=100000"], &graf),
+            "max_image_pixels",
+        ),
+        (
             vec![
                 "match".into(),
                 graf.clone(),

@@ -132,7 +132,7 @@ fn run(command: Command) -> Result<()> {
     match command {
         Command::Extract { params, out, image } => {
             let config = params.load()?;
-            let gray = GrayImage::open(&image)?;
+            let gray = open_image(&image, &config)?;
             let mut extractor = orbsift::create_extractor(&config)?;
             let features = extract_logged(extractor.as_mut(), &gray, &image)?;
             let report = FeaturesReport::new(
@@ -151,7 +151,7 @@ fn run(command: Command) -> Result<()> {
             b,
         } => {
             let config = params.load()?;
-            let (gray_a, gray_b) = (GrayImage::open(&a)?, GrayImage::open(&b)?);
+            let (gray_a, gray_b) = (open_image(&a, &config)?, open_image(&b, &config)?);
             let mut extractor = orbsift::create_extractor(&config)?;
             let features_a = extract_logged(extractor.as_mut(), &gray_a, &a)?;
             let features_b = extract_logged(extractor.as_mut(), &gray_b, &b)?;
@@ -185,7 +185,7 @@ fn run(command: Command) -> Result<()> {
         } => {
             let config = params.load()?;
             let source = match &image {
-                Some(path) => GrayImage::open(path)?,
+                Some(path) => open_image(path, &config)?,
                 None => GrayImage::decode(BUILT_IN_IMAGE, Path::new(BUILT_IN_IMAGE_NAME))?,
             };
             let mut pool = rayon::ThreadPoolBuilder::new();
@@ -211,6 +211,22 @@ fn run(command: Command) -> Result<()> {
 /// benchmarks anywhere.
 const BUILT_IN_IMAGE: &[u8] = include_bytes!("../../tests/data/leuvenA.jpg");
 const BUILT_IN_IMAGE_NAME: &str = "leuvenA.jpg (built in)";
+
+/// Opens an image, refusing one of more than `max_image_pixels` from its header,
+/// before decoding allocates for it.
+fn open_image(path: &Path, config: &Config) -> Result<GrayImage> {
+    // An unreadable header is left to `GrayImage::open`, which names the problem.
+    if let Ok((width, height)) = image::image_dimensions(path) {
+        if u64::from(width) * u64::from(height) > config.max_image_pixels {
+            return Err(Error::InvalidImage(format!(
+                "{}: {width}x{height} has more pixels than max_image_pixels = {}",
+                path.display(),
+                config.max_image_pixels
+            )));
+        }
+    }
+    GrayImage::open(path)
+}
 
 fn extract_logged(
     extractor: &mut dyn Extractor,

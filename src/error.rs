@@ -26,7 +26,9 @@ pub enum Error {
         source: image::ImageError,
     },
 
-    #[error("unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)")]
+    #[error(
+        "unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)"
+    )]
     UnsupportedEncoding(String),
 
     #[error("invalid image: {0}")]
@@ -53,8 +55,20 @@ pub enum Error {
     Cuda(#[from] cudarc::driver::DriverError),
 
     #[cfg(feature = "cuda")]
-    #[error("NVRTC failed to compile kernel module `{module}`: {log}")]
-    KernelCompile { module: String, log: String },
+    #[error("NVRTC failed to compile kernel module `{module}` for {arch}: {log}")]
+    KernelCompile {
+        module: String,
+        arch: String,
+        log: String,
+    },
+
+    #[cfg(feature = "cuda")]
+    #[error("NVRTC call {call} failed: {source}")]
+    Nvrtc {
+        call: &'static str,
+        #[source]
+        source: cudarc::nvrtc::result::NvrtcError,
+    },
 
     #[error("features of kind {query} cannot be matched against {train}")]
     DescriptorMismatch { query: String, train: String },

@@ -1,0 +1,115 @@
+// Orientation (intensity centroid) and steered BRIEF in one kernel, with each
+// thread's patch in its own shared-memory bank, and Hamming matching fused with
+// description (docs/orb-reference.md sections 6-7).
+//
+// Thread t of a warp stores word w of its patch at patch[w * 32 + t]: bank t only.
+// The rotated BRIEF samples are data dependent (different offsets per keypoint), but
+// lane t only ever touches bank t, so every access of the warp is conflict-free.
+#include "common/levels.cuh"
+#include "common/hamming.cuh"
+
+#define PATCH_RADIUS 19                       // rotated 31x31 pattern reaches 18.4 px
+#define PATCH_SIDE (2 * PATCH_RADIUS + 1)
+#define PATCH_WORDS ((PATCH_SIDE * PATCH_SIDE + 3) / 4)
+#define ORIENT_RADIUS 15
+#define WARP 32
+
+// The byte at (dy, dx) of this lane's patch.
+__device__ __forceinline__ int patch_at(const unsigned int* patch, int lane, int dy, int dx) {
+    int index = (dy + PATCH_RADIUS) * PATCH_SIDE + (dx + PATCH_RADIUS);
+    return (patch[(index >> 2) * WARP + lane] >> (8 * (index & 3))) & 0xff;
+}
+
+// Copies the (2R+1)^2 square around `centre` (a level image with row pitch `width`)
+// into this lane's private words.
+__device__ __forceinline__ void load_patch(unsigned int* patch, int lane, const unsigned char* centre, int width, int radius) {
+    for (int w = 0; w < PATCH_WORDS; ++w) {
+        unsigned int word = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            int index = 4 * w + k;
+            int dy = index / PATCH_SIDE - PATCH_RADIUS, dx = index % PATCH_SIDE - PATCH_RADIUS;
+            bool inside = index < PATCH_SIDE * PATCH_SIDE && abs(dy) <= radius && abs(dx) <= radius;
+            word |= (inside ? (unsigned int)centre[dy * width + dx] : 0u) << (8 * k);
+        }
+        patch[w * WARP + lane] = word;
+    }
+}
+
+// Rounds half to even, as the reference does (rint, in the default rounding mode).
+__device__ __forceinline__ int round_even(double v) { return (int)rint(v); }
+
+extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
+    const unsigned char* __restrict__ pyramid,
+    const unsigned char* __restrict__ smoothed,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const int* __restrict__ umax,             // 16 entries: half-width of row v of the circle
+    const char4* __restrict__ pattern,        // 256 tests (x1, y1, x2, y2)
+    const unsigned int* __restrict__ kept,    // [n_levels] = keypoints to describe
+    const unsigned int* __restrict__ kp_yx,
+    const int* __restrict__ kp_level,
+    int2* __restrict__ moments,               // (m10, m01) per keypoint
+    unsigned int* __restrict__ descriptors,   // 8 words per keypoint
+    const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
+    int n_train,
+    int3* __restrict__ matches) {             // (best index, best, second best) per keypoint
+    __shared__ unsigned int patch[PATCH_WORDS * WARP];
+    const int lane = threadIdx.x;
+    const int i = blockIdx.x * WARP + lane;
+    if (i >= (int)kept[n_levels]) return;
+
+    const OrbLevel lv = level_table[kp_level[i]];
+    const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
+    const int centre = lv.offset + y * lv.width + x;
+
+    // Orientation from the unsmoothed level.
+    load_patch(patch, lane, pyramid + centre, lv.width, ORIENT_RADIUS);
+    int m10 = 0, m01 = 0;
+    for (int v = -ORIENT_RADIUS; v <= ORIENT_RADIUS; ++v) {
+        int half = umax[abs(v)];
+        for (int u = -half; u <= half; ++u) {
+            int value = patch_at(patch, lane, v, u);
+            m10 += u * value;
+            m01 += v * value;
+        }
+    }
+    moments[i] = make_int2(m10, m01);
+
+    // Steering without trigonometry, correctly rounded f64 with no contraction.
+    double cosine = 1.0, sine = 0.0;
+    long long norm = (long long)m10 * m10 + (long long)m01 * m01;
+    if (norm != 0) {
+        double r = __dsqrt_rn((double)norm);
+        cosine = __ddiv_rn((double)m10, r);
+        sine = __ddiv_rn((double)m01, r);
+    }
+
+    // The same private words now hold the smoothed level.
+    load_patch(patch, lane, smoothed + centre, lv.width, PATCH_RADIUS);
+    unsigned int desc[DESC_WORDS];
+#pragma unroll
+    for (int w = 0; w < DESC_WORDS; ++w) desc[w] = 0;
+    for (int k = 0; k < 256; ++k) {
+        char4 t = pattern[k];
+        int s[2];
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            double px = p ? t.z : t.x, py = p ? t.w : t.y;
+            int row = round_even(__dadd_rn(__dmul_rn(px, sine), __dmul_rn(py, cosine)));
+            int col = round_even(__dsub_rn(__dmul_rn(px, cosine), __dmul_rn(py, sine)));
+            s[p] = patch_at(patch, lane, row, col);
+        }
+        // Word k/32, bit k%32: little-endian words give byte k/8, bit k%8 (OpenCV's order).
+        desc[k >> 5] |= (unsigned int)(s[0] < s[1]) << (k & 31);
+    }
+#pragma unroll
+    for (int w = 0; w < DESC_WORDS; ++w) descriptors[i * DESC_WORDS + w] = desc[w];
+
+    if (train != nullptr) {
+        // Every lane reads the same train descriptor at once: one broadcast load.
+        Best2 best = best2_empty();
+        for (int j = 0; j < n_train; ++j) best2_offer(best, j, hamming256(desc, train + j * DESC_WORDS));
+        matches[i] = make_int3(best.best_index, best.best, best.second);
+    }
+}

@@ -70,6 +70,9 @@ pub enum Error {
         source: cudarc::nvrtc::result::NvrtcError,
     },
 
+    #[error("keypoint {index}: {reason}")]
+    InvalidKeypoint { index: usize, reason: String },
+
     #[error("features of kind {query} cannot be matched against {train}")]
     DescriptorMismatch { query: String, train: String },
 }

@@ -39,25 +39,20 @@ __device__ __forceinline__ void load_patch(unsigned int* patch, int lane, const 
 // Rounds half to even, as the reference does (rint, in the default rounding mode).
 __device__ __forceinline__ int round_even(double v) { return (int)rint(v); }
 
-extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
+__device__ __forceinline__ void describe_one(
+    int i, int lane, unsigned int* patch,
     const unsigned char* __restrict__ pyramid,
     const unsigned char* __restrict__ smoothed,
     const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const int* __restrict__ umax,             // 16 entries: half-width of row v of the circle
-    const char4* __restrict__ pattern,        // 256 tests (x1, y1, x2, y2)
-    const unsigned int* __restrict__ kept,    // [n_levels] = keypoints to describe
+    const int* __restrict__ umax,
+    const char4* __restrict__ pattern,
     const unsigned int* __restrict__ kp_yx,
     const int* __restrict__ kp_level,
-    int2* __restrict__ moments,               // (m10, m01) per keypoint
-    unsigned int* __restrict__ descriptors,   // 8 words per keypoint
-    const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
+    int2* __restrict__ moments,
+    unsigned int* __restrict__ descriptors,
+    const unsigned int* __restrict__ train,
     int n_train,
-    int3* __restrict__ matches) {             // (best index, best, second best) per keypoint
-    __shared__ unsigned int patch[PATCH_WORDS * WARP];
-    const int lane = threadIdx.x;
-    const int i = blockIdx.x * WARP + lane;
-    if (i >= (int)kept[n_levels]) return;
+    int3* __restrict__ matches) {
 
     const OrbLevel lv = level_table[kp_level[i]];
     const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
@@ -111,5 +106,30 @@ extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
         Best2 best = best2_empty();
         for (int j = 0; j < n_train; ++j) best2_offer(best, j, hamming256(desc, train + j * DESC_WORDS));
         matches[i] = make_int3(best.best_index, best.best, best.second);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
+    const unsigned char* __restrict__ pyramid,
+    const unsigned char* __restrict__ smoothed,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const int* __restrict__ umax,             // 16 entries: half-width of row v of the circle
+    const char4* __restrict__ pattern,        // 256 tests (x1, y1, x2, y2)
+    const unsigned int* __restrict__ kept,    // [n_levels] = keypoints to describe
+    const unsigned int* __restrict__ kp_yx,
+    const int* __restrict__ kp_level,
+    int2* __restrict__ moments,               // (m10, m01) per keypoint
+    unsigned int* __restrict__ descriptors,   // 8 words per keypoint
+    const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
+    int n_train,
+    int3* __restrict__ matches) {             // (best index, best, second best) per keypoint
+    __shared__ unsigned int patch[PATCH_WORDS * WARP];
+    const int lane = threadIdx.x;
+    const int n = (int)kept[n_levels];
+    // Grid-stride over warps of keypoints, so a grid sized to N SMs covers any count.
+    for (int i = blockIdx.x * WARP + lane; i - lane < n; i += gridDim.x * WARP) {
+        if (i < n) describe_one(i, lane, patch, pyramid, smoothed, level_table, umax, pattern,
+                                kp_yx, kp_level, moments, descriptors, train, n_train, matches);
     }
 }

@@ -6,10 +6,14 @@
 
 pub mod availability;
 pub mod compiler;
+pub mod gpu;
 pub mod kernels_command;
+pub mod memory;
+pub mod orb;
 pub mod modules;
 
 pub use availability::{availability, driver_available};
 pub use compiler::{nvrtc_version, Arch};
 pub use kernels_command::KernelsCommand;
+pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};
 pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};

@@ -198,3 +198,36 @@ fn fused_matching_finds_the_brute_force_nearest_neighbours() {
         assert_eq!(m.second as u64, distances[1].0, "query {i}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn every_stage_matches_the_cpu_reference_level_by_level() {
+    let config = OrbConfig::default();
+    let image = resized(&load("graf1.png"), (640, 480));
+    let mut reference = OrbExtractor::new(config.clone()).unwrap();
+    let cpu_features = reference.extract(&image).unwrap();
+    let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
+    let gpu_features = gpu.extract(&image).unwrap();
+    let stages = gpu.stage_images().unwrap();
+    for (l, (pyramid, scores, smoothed)) in stages.iter().enumerate() {
+        let level = reference.level(l).unwrap();
+        let cpu_pixels = level.image.unwrap_or(image.data());
+        assert!(cpu_pixels == &pyramid[..], "level {l}: pyramid differs");
+        let differing = level.scores.iter().zip(scores).filter(|(a, b)| a != b).count();
+        assert_eq!(differing, 0, "level {l}: {differing} FAST scores differ");
+        if !level.smoothed.is_empty() {
+            assert!(level.smoothed == &smoothed[..], "level {l}: smoothing differs");
+        }
+        let set = |f: &Features| {
+            let mut points: Vec<(u32, u32)> = (0..f.len())
+                .filter(|&i| f.keypoints.octave[i] == l as i32)
+                .map(|i| (f.keypoints.x[i].to_bits(), f.keypoints.y[i].to_bits()))
+                .collect();
+            points.sort();
+            points
+        };
+        let (c, g) = (set(&cpu_features), set(&gpu_features));
+        let common = c.iter().filter(|p| g.binary_search(p).is_ok()).count();
+        println!("STAGE level {l}: cpu {} gpu {} keypoints, {common} in both", c.len(), g.len());
+    }
+}

@@ -5,6 +5,7 @@
 //! else in this module assumes it said yes.
 
 pub mod availability;
+pub mod bench;
 pub mod compiler;
 pub mod gpu;
 pub mod kernels_command;

@@ -10,7 +10,7 @@
 use std::mem::size_of;
 
 use cudarc::driver::sys::{self, CUdeviceptr};
-use cudarc::driver::{CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
 use crate::cpu::blur::gaussian_taps;
@@ -194,6 +194,8 @@ pub struct CudaOrbExtractor {
     plan: Option<Plan>,
     last_matches: Vec<Knn2>,
     last_timing: FrameTiming,
+    /// Upload start, upload end = extraction start, extraction end.
+    events: [CudaEvent; 3],
 }
 
 impl CudaOrbExtractor {
@@ -231,7 +233,10 @@ impl CudaOrbExtractor {
             sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
             if unified { "unified" } else { "device" }
         );
+        let timing_event = || gpu.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+        let events = [timing_event()?, timing_event()?, timing_event()?];
         Ok(Self {
+            events,
             config,
             gpu,
             unified,
@@ -268,6 +273,41 @@ impl CudaOrbExtractor {
             }),
         };
         Ok(())
+    }
+
+    /// The last frame's intermediate images per level, downloaded (synchronously) for
+    /// stage-by-stage comparison with the CPU reference: `(level image, FAST scores,
+    /// smoothed level)`.
+    pub fn stage_images(&self) -> Result<Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(Vec::new());
+        };
+        self.gpu.ctx.bind_to_thread()?;
+        let download = |buffer: &DeviceBuffer| -> Result<Vec<u8>> {
+            let mut host = vec![0u8; buffer.bytes];
+            // SAFETY: `host` has exactly `buffer.bytes` bytes; the copy is synchronous.
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, buffer.ptr) }?;
+            Ok(host)
+        };
+        let (pyramid, scores, smoothed) = (
+            download(&plan.pyramid)?,
+            download(&plan.scores)?,
+            download(&plan.smoothed)?,
+        );
+        let mut offset = 0;
+        Ok(plan
+            .geometry
+            .iter()
+            .map(|g| {
+                let range = offset..offset + g.width * g.height;
+                offset = range.end;
+                (
+                    pyramid[range.clone()].to_vec(),
+                    scores[range.clone()].to_vec(),
+                    smoothed[range].to_vec(),
+                )
+            })
+            .collect())
     }
 
     /// Best and second-best train match of each keypoint of the last frame (fused path).
@@ -640,22 +680,17 @@ impl CudaOrbExtractor {
         self.prepare(image.width(), image.height())?;
         let stream = self.gpu.stream.clone();
         let cu_stream = stream.cu_stream();
-        let events = [
-            self.gpu.ctx.new_event(None)?,
-            self.gpu.ctx.new_event(None)?,
-            self.gpu.ctx.new_event(None)?,
-        ];
         {
             let Some(plan) = self.plan.as_mut() else {
                 return Ok(());
             };
             plan.frame.host.as_mut_slice().copy_from_slice(image.data());
-            events[0].record(&stream)?;
+            self.events[0].record(&stream)?;
             plan.frame.upload_async(cu_stream)?;
-            events[1].record(&stream)?;
+            self.events[1].record(&stream)?;
         }
         self.run_frame_kernels()?;
-        events[2].record(&stream)?;
+        self.events[2].record(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok(());
         };
@@ -670,6 +705,7 @@ impl CudaOrbExtractor {
             plan.matches.download_async(n * size_of::<Knn2>(), cu_stream)?;
         }
         stream.synchronize()?;
+        let events = &self.events;
         self.last_timing = FrameTiming {
             upload_ms: events[0].elapsed_ms(&events[1])?,
             extract_ms: events[1].elapsed_ms(&events[2])?,

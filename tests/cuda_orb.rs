@@ -46,7 +46,10 @@ fn cpu(config: &OrbConfig, image: &GrayImage) -> Features {
 }
 
 fn differing_bits(a: &[u8], b: &[u8]) -> u64 {
-    a.iter().zip(b).map(|(x, y)| u64::from((x ^ y).count_ones())).sum()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| u64::from((x ^ y).count_ones()))
+        .sum()
 }
 
 /// Same keypoints (position, level, and the host-computed angle and response), and
@@ -87,7 +90,10 @@ fn backend_choice_follows_gpu_availability() {
             assert_eq!(auto.backend_name(), "cuda");
         }
         Err(reason) => {
-            let error = cuda.err().expect("cuda without a GPU must fail").to_string();
+            let error = cuda
+                .err()
+                .expect("cuda without a GPU must fail")
+                .to_string();
             assert!(error.contains("not available"), "{error}");
             assert_eq!(error, reason.to_string());
             assert_eq!(auto.backend_name(), "cpu");
@@ -122,7 +128,10 @@ fn matches_the_cpu_reference_on_real_images_in_both_memory_modes() {
         for size in SIZES {
             let image = resized(&original, size);
             let reference = cpu(&config, &image);
-            assert!(reference.len() > 100, "{name} {size:?}: too few keypoints to compare");
+            assert!(
+                reference.len() > 100,
+                "{name} {size:?}: too few keypoints to compare"
+            );
             for (mode, extractor) in [("device", &mut device), ("unified", &mut unified)] {
                 let what = format!("{name} {}x{} {mode}", size.0, size.1);
                 let gpu = extractor.extract(&image).unwrap();
@@ -169,9 +178,17 @@ fn sm_limit_and_repeated_frames_give_identical_results() {
     let mut eight = CudaOrbExtractor::new(config, MemoryMode::Device, Some(8)).unwrap();
     let first = full.extract(&image).unwrap();
     for _ in 0..5 {
-        assert_eq!(full.extract(&image).unwrap(), first, "repeated frame differs");
+        assert_eq!(
+            full.extract(&image).unwrap(),
+            first,
+            "repeated frame differs"
+        );
     }
-    assert_eq!(eight.extract(&image).unwrap(), first, "8 SMs differ from all SMs");
+    assert_eq!(
+        eight.extract(&image).unwrap(),
+        first,
+        "8 SMs differ from all SMs"
+    );
 }
 
 #[test]
@@ -179,9 +196,13 @@ fn sm_limit_and_repeated_frames_give_identical_results() {
 fn fused_matching_finds_the_brute_force_nearest_neighbours() {
     let config = OrbConfig::default();
     let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
-    let train = gpu.extract(&resized(&load("graf1.png"), (1280, 960))).unwrap();
+    let train = gpu
+        .extract(&resized(&load("graf1.png"), (1280, 960)))
+        .unwrap();
     gpu.set_train(Some(&train.descriptors)).unwrap();
-    let query = gpu.extract(&resized(&load("graf3.png"), (1280, 960))).unwrap();
+    let query = gpu
+        .extract(&resized(&load("graf3.png"), (1280, 960)))
+        .unwrap();
     let matches = gpu.last_matches();
     assert_eq!(matches.len(), query.len());
     for (i, q) in query.descriptors.iter().enumerate() {
@@ -213,10 +234,39 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
         let level = reference.level(l).unwrap();
         let cpu_pixels = level.image.unwrap_or(image.data());
         assert!(cpu_pixels == &pyramid[..], "level {l}: pyramid differs");
-        let differing = level.scores.iter().zip(scores).filter(|(a, b)| a != b).count();
+        let differing = level
+            .scores
+            .iter()
+            .zip(scores)
+            .filter(|(a, b)| a != b)
+            .count();
+        let width = level.geometry.width;
+        for (i, (a, b)) in level
+            .scores
+            .iter()
+            .zip(scores)
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+        {
+            let (x, y) = (i % width, i / width);
+            let ring: Vec<u8> = orbsift::cpu::fast::RING
+                .iter()
+                .map(|&(dx, dy)| {
+                    cpu_pixels[(y as isize + dy) as usize * width + (x as isize + dx) as usize]
+                })
+                .collect();
+            println!(
+                "STAGE level {l} ({x}, {y}): cpu {a} gpu {b}, centre {} ring {ring:?}",
+                cpu_pixels[i]
+            );
+        }
         assert_eq!(differing, 0, "level {l}: {differing} FAST scores differ");
         if !level.smoothed.is_empty() {
-            assert!(level.smoothed == &smoothed[..], "level {l}: smoothing differs");
+            assert!(
+                level.smoothed == &smoothed[..],
+                "level {l}: smoothing differs"
+            );
         }
         let set = |f: &Features| {
             let mut points: Vec<(u32, u32)> = (0..f.len())
@@ -228,6 +278,10 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
         };
         let (c, g) = (set(&cpu_features), set(&gpu_features));
         let common = c.iter().filter(|p| g.binary_search(p).is_ok()).count();
-        println!("STAGE level {l}: cpu {} gpu {} keypoints, {common} in both", c.len(), g.len());
+        println!(
+            "STAGE level {l}: cpu {} gpu {} keypoints, {common} in both",
+            c.len(),
+            g.len()
+        );
     }
 }

@@ -18,20 +18,22 @@ __device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int
     return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
 }
 
-// Largest t at which the pixel is a corner: max over the 16 arcs of 9 ring pixels of
-// max(min(r - c), min(c - r)) - 1.
-__device__ __forceinline__ int fast_score(const int* d) {
+// Largest t at which the pixel is a corner: over the 16 arcs of 9 ring pixels, the
+// largest min(r - c) (bright) or min(c - r) (dark), minus 1. Written with minima of
+// both signed differences and no negated maximum: ptxas 13.0 for sm_90 fused the
+// form max(min(d), -max(d)) into three-input VIMNMX3 instructions that computed
+// max(d) instead (seen on an H200, 2026-11-21; tests/cuda_orb.rs caught it).
+__device__ __forceinline__ int fast_score(const int* bright, const int* dark) {
     int best = -256;
 #pragma unroll
     for (int a = 0; a < 16; ++a) {
-        int lo = 255, hi = -255;
+        int lo_bright = 256, lo_dark = 256;
 #pragma unroll
         for (int k = 0; k < 9; ++k) {
-            int v = d[(a + k) & 15];
-            lo = min(lo, v);
-            hi = max(hi, v);
+            lo_bright = min(lo_bright, bright[(a + k) & 15]);
+            lo_dark = min(lo_dark, dark[(a + k) & 15]);
         }
-        best = max(best, max(lo, -hi));
+        best = max(best, max(lo_bright, lo_dark));
     }
     return best - 1;
 }
@@ -83,10 +85,14 @@ extern "C" __global__ void orb_fast_score(
                 dark |= byte_mask_bits(__vcmpltu4(ring[w], below)) << (4 * w);
             }
             if (arc_lookup(arc, bright) || arc_lookup(arc, dark)) {
-                int d[16];
+                int above_c[16], below_c[16];
 #pragma unroll
-                for (int r = 0; r < 16; ++r) d[r] = (int)((ring[r >> 2] >> (8 * (r & 3))) & 0xffu) - c;
-                score = fast_score(d);
+                for (int r = 0; r < 16; ++r) {
+                    int value = (int)((ring[r >> 2] >> (8 * (r & 3))) & 0xffu);
+                    above_c[r] = value - c;
+                    below_c[r] = c - value;
+                }
+                score = fast_score(above_c, below_c);
             }
         }
         scores[i] = (unsigned char)score;

@@ -58,9 +58,12 @@ fn bench(
         let frames: Vec<GrayImage> = originals
             .iter()
             .map(|g| {
-                let buffer =
-                    image::GrayImage::from_raw(g.width() as u32, g.height() as u32, g.data().to_vec())
-                        .expect("image buffer");
+                let buffer = image::GrayImage::from_raw(
+                    g.width() as u32,
+                    g.height() as u32,
+                    g.data().to_vec(),
+                )
+                .expect("image buffer");
                 let out = image::imageops::resize(&buffer, w, h, image::imageops::Triangle);
                 GrayImage::new(w as usize, h as usize, out.into_raw())
             })

@@ -62,10 +62,13 @@ impl Gpu {
     }
 
     pub fn function(&self, module: &str, name: &str) -> Result<CudaFunction> {
-        let loaded = self.modules.get(module).ok_or_else(|| Error::InvalidParameter {
-            name: "kernel module".into(),
-            reason: format!("no module named {module}"),
-        })?;
+        let loaded = self
+            .modules
+            .get(module)
+            .ok_or_else(|| Error::InvalidParameter {
+                name: "kernel module".into(),
+                reason: format!("no module named {module}"),
+            })?;
         Ok(loaded.load_function(name)?)
     }
 

@@ -10,11 +10,11 @@ pub mod compiler;
 pub mod gpu;
 pub mod kernels_command;
 pub mod memory;
-pub mod orb;
 pub mod modules;
+pub mod orb;
 
 pub use availability::{availability, driver_available};
 pub use compiler::{nvrtc_version, Arch};
 pub use kernels_command::KernelsCommand;
-pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};
 pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};
+pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};

@@ -233,7 +233,10 @@ impl CudaOrbExtractor {
             sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
             if unified { "unified" } else { "device" }
         );
-        let timing_event = || gpu.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+        let timing_event = || {
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        };
         let events = [timing_event()?, timing_event()?, timing_event()?];
         Ok(Self {
             events,
@@ -366,16 +369,26 @@ impl CudaOrbExtractor {
                 let previous = geometry[l - 1];
                 level.taps_x = to_i32(taps.len(), "taps")?;
                 let xs = resize_taps(previous.width, g.width);
-                taps.extend(xs.first.iter().zip(&xs.second_weight).map(|(&s, &w)| ResizeTap {
-                    src: s as i32,
-                    w1: i32::from(w),
-                }));
+                taps.extend(
+                    xs.first
+                        .iter()
+                        .zip(&xs.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
                 level.taps_y = to_i32(taps.len(), "taps")?;
                 let ys = resize_taps(previous.height, g.height);
-                taps.extend(ys.first.iter().zip(&ys.second_weight).map(|(&s, &w)| ResizeTap {
-                    src: s as i32,
-                    w1: i32::from(w),
-                }));
+                taps.extend(
+                    ys.first
+                        .iter()
+                        .zip(&ys.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
             }
             if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
                 let grid = Grid::new(area, c.grid_cell_size as usize);
@@ -388,8 +401,7 @@ impl CudaOrbExtractor {
                 level.cand_capacity = to_i32(capacity, "candidates")?;
                 cells += grid.n_cells();
                 slots += capacity;
-                max_rank =
-                    max_rank.max(grid.cell_width.div_ceil(2) * grid.cell_height.div_ceil(2));
+                max_rank = max_rank.max(grid.cell_width.div_ceil(2) * grid.cell_height.div_ceil(2));
             }
             offset += g.width * g.height;
             levels.push(level);
@@ -615,7 +627,9 @@ impl CudaOrbExtractor {
                 .describe
                 .occupancy_max_active_blocks_per_multiprocessor(WARP, 0, None)?
                 .max(1)
-                * self.sm_limit.map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
+                * self
+                    .sm_limit
+                    .map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
             let needed = (plan.capacity as u32).div_ceil(WARP).max(1);
             stream
                 .launch_builder(&k.describe)
@@ -702,7 +716,8 @@ impl CudaOrbExtractor {
         plan.moments.download_async(n * 8, cu_stream)?;
         plan.descriptors.download_async(n * 32, cu_stream)?;
         if self.train.is_some() {
-            plan.matches.download_async(n * size_of::<Knn2>(), cu_stream)?;
+            plan.matches
+                .download_async(n * size_of::<Knn2>(), cu_stream)?;
         }
         stream.synchronize()?;
         let events = &self.events;

@@ -35,3 +35,25 @@ __device__ __forceinline__ void best2_offer(Best2& b, int index, int d) {
         b.second = d;
     }
 }
+
+// Each lane's nearest two of `n_train` train descriptors, the whole warp working
+// together: lane s loads train descriptor base + s (one coalesced sweep per 32), then
+// every lane compares against it through shuffles. All 32 lanes must call this.
+__device__ __forceinline__ Best2 warp_best2(const unsigned int* desc, const unsigned int* __restrict__ train, int n_train) {
+    const int lane = threadIdx.x & 31;
+    Best2 best = best2_empty();
+    for (int base = 0; base < n_train; base += 32) {
+        unsigned int theirs[DESC_WORDS];
+        const int j = base + lane;
+#pragma unroll
+        for (int w = 0; w < DESC_WORDS; ++w) theirs[w] = j < n_train ? train[j * DESC_WORDS + w] : 0u;
+        const int count = min(32, n_train - base);
+        for (int s = 0; s < count; ++s) {
+            int d = 0;
+#pragma unroll
+            for (int w = 0; w < DESC_WORDS; ++w) d += __popc(desc[w] ^ __shfl_sync(0xffffffffu, theirs[w], s));
+            best2_offer(best, base + s, d);
+        }
+    }
+    return best;
+}

@@ -50,9 +50,7 @@ __device__ __forceinline__ void describe_one(
     const int* __restrict__ kp_level,
     int2* __restrict__ moments,
     unsigned int* __restrict__ descriptors,
-    const unsigned int* __restrict__ train,
-    int n_train,
-    int3* __restrict__ matches) {
+    unsigned int* desc) {
 
     const OrbLevel lv = level_table[kp_level[i]];
     const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
@@ -82,31 +80,28 @@ __device__ __forceinline__ void describe_one(
 
     // The same private words now hold the smoothed level.
     load_patch(patch, lane, smoothed + centre, lv.width, PATCH_RADIUS);
-    unsigned int desc[DESC_WORDS];
+    // Word w holds tests 32w..32w+31 (little-endian words give byte k/8, bit k%8:
+    // OpenCV's order). The word loop is unrolled so `desc` stays in registers.
 #pragma unroll
-    for (int w = 0; w < DESC_WORDS; ++w) desc[w] = 0;
-    for (int k = 0; k < 256; ++k) {
-        char4 t = pattern[k];
-        int s[2];
+    for (int w = 0; w < DESC_WORDS; ++w) {
+        unsigned int bits = 0;
+        for (int b = 0; b < 32; ++b) {
+            char4 t = pattern[32 * w + b];
+            int s[2];
 #pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            double px = p ? t.z : t.x, py = p ? t.w : t.y;
-            int row = round_even(__dadd_rn(__dmul_rn(px, sine), __dmul_rn(py, cosine)));
-            int col = round_even(__dsub_rn(__dmul_rn(px, cosine), __dmul_rn(py, sine)));
-            s[p] = patch_at(patch, lane, row, col);
+            for (int p = 0; p < 2; ++p) {
+                double px = p ? t.z : t.x, py = p ? t.w : t.y;
+                int row = round_even(__dadd_rn(__dmul_rn(px, sine), __dmul_rn(py, cosine)));
+                int col = round_even(__dsub_rn(__dmul_rn(px, cosine), __dmul_rn(py, sine)));
+                s[p] = patch_at(patch, lane, row, col);
+            }
+            bits |= (unsigned int)(s[0] < s[1]) << b;
         }
-        // Word k/32, bit k%32: little-endian words give byte k/8, bit k%8 (OpenCV's order).
-        desc[k >> 5] |= (unsigned int)(s[0] < s[1]) << (k & 31);
+        desc[w] = bits;
     }
 #pragma unroll
     for (int w = 0; w < DESC_WORDS; ++w) descriptors[i * DESC_WORDS + w] = desc[w];
 
-    if (train != nullptr) {
-        // Every lane reads the same train descriptor at once: one broadcast load.
-        Best2 best = best2_empty();
-        for (int j = 0; j < n_train; ++j) best2_offer(best, j, hamming256(desc, train + j * DESC_WORDS));
-        matches[i] = make_int3(best.best_index, best.best, best.second);
-    }
 }
 
 extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
@@ -129,7 +124,14 @@ extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
     const int n = (int)kept[n_levels];
     // Grid-stride over warps of keypoints, so a grid sized to N SMs covers any count.
     for (int i = blockIdx.x * WARP + lane; i - lane < n; i += gridDim.x * WARP) {
+        unsigned int desc[DESC_WORDS] = {0};
         if (i < n) describe_one(i, lane, patch, pyramid, smoothed, level_table, umax, pattern,
-                                kp_yx, kp_level, moments, descriptors, train, n_train, matches);
+                                kp_yx, kp_level, moments, descriptors, desc);
+        // Fused matching while the descriptor is still in registers (lanes past the
+        // last keypoint help the sweep and discard their result).
+        if (train != nullptr) {
+            Best2 best = warp_best2(desc, train, n_train);
+            if (i < n) matches[i] = make_int3(best.best_index, best.best, best.second);
+        }
     }
 }

@@ -230,7 +230,8 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
     let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
     let gpu_features = gpu.extract(&image).unwrap();
     let stages = gpu.stage_images().unwrap();
-    for (l, (pyramid, scores, smoothed)) in stages.iter().enumerate() {
+    for (l, stage) in stages.iter().enumerate() {
+        let (pyramid, scores, smoothed) = (&stage.image, &stage.scores, &stage.smoothed);
         let level = reference.level(l).unwrap();
         let cpu_pixels = level.image.unwrap_or(image.data());
         assert!(cpu_pixels == &pyramid[..], "level {l}: pyramid differs");
@@ -284,4 +285,42 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
             g.len()
         );
     }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
+    let config = OrbConfig::default();
+    let query = cpu(&config, &load("graf1.png")).descriptors;
+    let train = cpu(&config, &load("graf3.png")).descriptors;
+    let mut matcher = orbsift::cuda::CudaHammingMatcher::new().unwrap();
+    let forward = matcher.knn2(&query, &train, false).unwrap();
+    let mutual = matcher.knn2(&query, &train, true).unwrap();
+    let nearest = |q: &[u8], set: &orbsift::Descriptors| {
+        let mut d: Vec<(u64, usize)> = set
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (differing_bits(q, t), j))
+            .collect();
+        d.sort();
+        d
+    };
+    let mut kept = 0;
+    for (i, q) in query.iter().enumerate() {
+        let d = nearest(q, &train);
+        let m = forward[i];
+        assert_eq!(
+            (m.best_index as usize, m.best as u64, m.second as u64),
+            (d[0].1, d[0].0, d[1].0),
+            "query {i}"
+        );
+        let back = nearest(train.get(d[0].1), &query)[0].1;
+        let expected = if back == i { d[0].1 as i32 } else { -1 };
+        assert_eq!(mutual[i].best_index, expected, "query {i} mutual");
+        kept += usize::from(expected >= 0);
+    }
+    assert!(
+        kept > 50,
+        "only {kept} mutual matches between graf1 and graf3"
+    );
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::error::Result;
 
@@ -153,23 +153,25 @@ impl Staged {
     }
 
     /// Queues the copy of the host side to the device (nothing to do when mapped).
-    pub fn upload_async(&self, stream: sys::CUstream) -> Result<()> {
+    pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
         if let Some(device) = &self.device {
             // SAFETY: the host side is pinned and outlives the frame's synchronisation;
             // `device` holds as many bytes as the host side.
-            unsafe { result::memcpy_htod_async(device.ptr, self.host.as_slice(), stream) }?;
+            unsafe {
+                result::memcpy_htod_async(device.ptr, self.host.as_slice(), stream.cu_stream())
+            }?;
         }
         Ok(())
     }
 
     /// Queues the copy of the first `bytes` to the host (nothing to do when mapped).
-    pub fn download_async(&mut self, bytes: usize, stream: sys::CUstream) -> Result<()> {
+    pub fn download_async(&mut self, bytes: usize, stream: &CudaStream) -> Result<()> {
         if let Some(device) = &self.device {
             let bytes = bytes.min(self.host.bytes);
             let host = &mut self.host.as_mut_slice()[..bytes];
             // SAFETY: `host` is pinned and is read or freed only after the frame's
             // synchronisation; `device` holds at least `bytes`.
-            unsafe { result::memcpy_dtoh_async(host, device.ptr, stream) }?;
+            unsafe { result::memcpy_dtoh_async(host, device.ptr, stream.cu_stream()) }?;
         }
         Ok(())
     }

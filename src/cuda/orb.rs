@@ -174,6 +174,15 @@ struct Train {
     len: i32,
 }
 
+/// One pyramid level's intermediate images on the GPU, as the CPU reference's
+/// `LevelView` names them.
+pub struct LevelStages {
+    pub image: Vec<u8>,
+    /// FAST scores at `min_fast_threshold`.
+    pub scores: Vec<u8>,
+    pub smoothed: Vec<u8>,
+}
+
 /// What a frame measured: upload and extraction on the GPU, from events.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FrameTiming {
@@ -279,9 +288,8 @@ impl CudaOrbExtractor {
     }
 
     /// The last frame's intermediate images per level, downloaded (synchronously) for
-    /// stage-by-stage comparison with the CPU reference: `(level image, FAST scores,
-    /// smoothed level)`.
-    pub fn stage_images(&self) -> Result<Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>> {
+    /// stage-by-stage comparison with the CPU reference.
+    pub fn stage_images(&self) -> Result<Vec<LevelStages>> {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(Vec::new());
         };
@@ -304,11 +312,11 @@ impl CudaOrbExtractor {
             .map(|g| {
                 let range = offset..offset + g.width * g.height;
                 offset = range.end;
-                (
-                    pyramid[range.clone()].to_vec(),
-                    scores[range.clone()].to_vec(),
-                    smoothed[range].to_vec(),
-                )
+                LevelStages {
+                    image: pyramid[range.clone()].to_vec(),
+                    scores: scores[range.clone()].to_vec(),
+                    smoothed: smoothed[range].to_vec(),
+                }
             })
             .collect())
     }
@@ -693,14 +701,13 @@ impl CudaOrbExtractor {
         self.gpu.ctx.bind_to_thread()?;
         self.prepare(image.width(), image.height())?;
         let stream = self.gpu.stream.clone();
-        let cu_stream = stream.cu_stream();
         {
             let Some(plan) = self.plan.as_mut() else {
                 return Ok(());
             };
             plan.frame.host.as_mut_slice().copy_from_slice(image.data());
             self.events[0].record(&stream)?;
-            plan.frame.upload_async(cu_stream)?;
+            plan.frame.upload_async(&stream)?;
             self.events[1].record(&stream)?;
         }
         self.run_frame_kernels()?;
@@ -709,15 +716,15 @@ impl CudaOrbExtractor {
             return Ok(());
         };
         let n = plan.capacity;
-        plan.kept.download_async(plan.kept.host.bytes, cu_stream)?;
-        plan.out_yx.download_async(n * 4, cu_stream)?;
-        plan.out_level.download_async(n * 4, cu_stream)?;
-        plan.out_key.download_async(n * 8, cu_stream)?;
-        plan.moments.download_async(n * 8, cu_stream)?;
-        plan.descriptors.download_async(n * 32, cu_stream)?;
+        plan.kept.download_async(plan.kept.host.bytes, &stream)?;
+        plan.out_yx.download_async(n * 4, &stream)?;
+        plan.out_level.download_async(n * 4, &stream)?;
+        plan.out_key.download_async(n * 8, &stream)?;
+        plan.moments.download_async(n * 8, &stream)?;
+        plan.descriptors.download_async(n * 32, &stream)?;
         if self.train.is_some() {
             plan.matches
-                .download_async(n * size_of::<Knn2>(), cu_stream)?;
+                .download_async(n * size_of::<Knn2>(), &stream)?;
         }
         stream.synchronize()?;
         let events = &self.events;

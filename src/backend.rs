@@ -12,14 +12,36 @@ use crate::extractor::{Extractor, Matcher};
 pub fn create_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
     match config.backend {
         Backend::Cpu => cpu_extractor(config),
-        Backend::Cuda => Err(Error::CudaUnavailable(
-            "this build has no CUDA backend yet".into(),
-        )),
-        Backend::Auto => {
-            log::info!("no usable GPU: using the CPU backend");
-            cpu_extractor(config)
-        }
+        Backend::Cuda => cuda_extractor(config),
+        Backend::Auto => match cuda_extractor(config) {
+            Ok(extractor) => Ok(extractor),
+            Err(reason) => {
+                log::info!("CUDA backend unusable ({reason}): using the CPU backend");
+                cpu_extractor(config)
+            }
+        },
     }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
+    match config.algorithm {
+        Algorithm::Orb => Ok(Box::new(crate::cuda::CudaOrbExtractor::new(
+            config.orb.clone(),
+            config.memory,
+            None,
+        )?)),
+        Algorithm::Sift => Err(Error::CudaUnavailable(
+            "the CUDA backend has no SIFT yet".into(),
+        )),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_extractor(_config: &Config) -> Result<Box<dyn Extractor>> {
+    Err(Error::CudaUnavailable(
+        "this build has no CUDA backend (built without the `cuda` feature)".into(),
+    ))
 }
 
 fn cpu_extractor(config: &Config) -> Result<Box<dyn Extractor>> {

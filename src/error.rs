@@ -62,8 +62,20 @@ pub enum Error {
     Cuda(#[from] cudarc::driver::DriverError),
 
     #[cfg(feature = "cuda")]
-    #[error("NVRTC failed to compile kernel module `{module}`: {log}")]
-    KernelCompile { module: String, log: String },
+    #[error("NVRTC failed to compile kernel module `{module}` for {arch}: {log}")]
+    KernelCompile {
+        module: String,
+        arch: String,
+        log: String,
+    },
+
+    #[cfg(feature = "cuda")]
+    #[error("NVRTC call {call} failed: {source}")]
+    Nvrtc {
+        call: &'static str,
+        #[source]
+        source: cudarc::nvrtc::result::NvrtcError,
+    },
 
     #[error("keypoint {index}: {reason}")]
     InvalidKeypoint { index: usize, reason: String },

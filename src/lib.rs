@@ -14,6 +14,8 @@
 pub mod backend;
 pub mod config;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod draw;
 pub mod error;
 pub mod extractor;

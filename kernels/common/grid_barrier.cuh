@@ -1,0 +1,25 @@
+// A barrier across all blocks of a persistent grid. Sound only when every block of
+// the grid is resident at once: the host launches these kernels cooperatively
+// (cuLaunchCooperativeKernel), which refuses a grid larger than the device holds.
+#pragma once
+
+// `state[0]` counts arrivals (returns to 0 after each barrier), `state[1]` is the
+// generation; both start at 0 when the buffer is allocated.
+__device__ __forceinline__ void grid_barrier(unsigned int* state) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned int* generation = state + 1;
+        unsigned int seen = *generation;
+        __threadfence();
+        unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+        if (atomicAdd(state, 1u) == blocks - 1) {
+            state[0] = 0;
+            __threadfence();
+            atomicAdd(state + 1, 1u);
+        } else {
+            while (*generation == seen) { __nanosleep(32); }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}

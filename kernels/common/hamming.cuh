@@ -1,0 +1,59 @@
+// 256-bit descriptors as eight 32-bit words; best and second-best tracking for k = 2.
+#pragma once
+
+#define DESC_WORDS 8
+
+__device__ __forceinline__ int hamming256(const unsigned int* a, const unsigned int* b) {
+    int d = 0;
+#pragma unroll
+    for (int w = 0; w < DESC_WORDS; ++w) d += __popc(a[w] ^ b[w]);
+    return d;
+}
+
+// The two nearest train descriptors. Ties keep the lower train index (candidates are
+// offered in increasing index), as the CPU matcher does.
+struct Best2 {
+    int best_index;
+    int best;
+    int second;
+};
+
+__device__ __forceinline__ Best2 best2_empty() {
+    Best2 b;
+    b.best_index = -1;
+    b.best = 0x7fffffff;
+    b.second = 0x7fffffff;
+    return b;
+}
+
+__device__ __forceinline__ void best2_offer(Best2& b, int index, int d) {
+    if (d < b.best) {
+        b.second = b.best;
+        b.best = d;
+        b.best_index = index;
+    } else if (d < b.second) {
+        b.second = d;
+    }
+}
+
+// Each lane's nearest two of `n_train` train descriptors, the whole warp working
+// together: lane s loads train descriptor base + s (one coalesced sweep per 32), then
+// every lane compares against it through shuffles. All 32 lanes must call this.
+__device__ __forceinline__ Best2 warp_best2(const unsigned int* desc, const unsigned int* __restrict__ train, int n_train) {
+    const int lane = threadIdx.x & 31;
+    Best2 best = best2_empty();
+    for (int base = 0; base < n_train; base += 32) {
+        unsigned int theirs[DESC_WORDS];
+        const int j = base + lane;
+#pragma unroll
+        for (int w = 0; w < DESC_WORDS; ++w) theirs[w] = j < n_train ? train[j * DESC_WORDS + w] : 0u;
+        const int count = min(32, n_train - base);
+        for (int s = 0; s < count; ++s) {
+            int d = 0;
+#pragma unroll
+            for (int w = 0; w < DESC_WORDS; ++w) d += __popc(desc[w] ^ __shfl_sync(0xffffffffu, theirs[w], s));
+            best2_offer(best, base + s, d);
+        }
+    }
+    return best;
+}

@@ -1,0 +1,205 @@
+// Per-level keypoint selection of the grid distribution on the GPU
+// (docs/orb-reference.md section 5): rank k of each candidate within its cell by
+// (key desc, y asc, x asc), then the first `quota` of the level by
+// (k asc, key desc, y asc, x asc). Both ranks are exact counts ("how many beat me")
+// over small groups, gathered by counting sorts, so no comparison sort is needed and
+// the result is the same total order as the CPU reference's sort.
+#include "common/levels.cuh"
+
+// Candidate j comes before candidate i in (key desc, y asc, x asc).
+__device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
+    return key_j > key_i || (key_j == key_i && yx_j < yx_i);
+}
+
+// Flat iteration over every level's candidate slots; `slot_level` finds the level of
+// slot `i` (slots of level l: cand_offset .. cand_offset + cand_capacity).
+__device__ __forceinline__ int slot_level(const OrbLevel* levels, int n_levels, int i) {
+    int l = 0;
+    while (l + 1 < n_levels && i >= levels[l + 1].cand_offset) ++l;
+    return l;
+}
+
+// Exclusive prefix sum of `counts` into `starts` (n items) by one block.
+extern "C" __global__ void orb_exclusive_scan(const unsigned int* __restrict__ counts, unsigned int* __restrict__ starts, int n) {
+    __shared__ unsigned int partial[1024];
+    __shared__ unsigned int carry;
+    if (threadIdx.x == 0) carry = 0;
+    __syncthreads();
+    for (int base = 0; base < n; base += blockDim.x) {
+        int i = base + threadIdx.x;
+        unsigned int v = i < n ? counts[i] : 0u;
+        partial[threadIdx.x] = v;
+        __syncthreads();
+        for (int offset = 1; offset < (int)blockDim.x; offset <<= 1) {
+            unsigned int add = threadIdx.x >= (unsigned int)offset ? partial[threadIdx.x - offset] : 0u;
+            __syncthreads();
+            partial[threadIdx.x] += add;
+            __syncthreads();
+        }
+        if (i < n) starts[i] = carry + partial[threadIdx.x] - v;
+        __syncthreads();
+        if (threadIdx.x == blockDim.x - 1) carry += partial[threadIdx.x];
+        __syncthreads();
+    }
+}
+
+// Gathers each level's candidates by cell: members[cell_start + arrival] = slot.
+extern "C" __global__ void orb_gather_cells(
+    const OrbLevel* __restrict__ level_table, int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const int* __restrict__ cand_cell,
+    const unsigned int* __restrict__ cand_in_cell,
+    const unsigned int* __restrict__ cell_starts,
+    int* __restrict__ cell_members,
+    int total_slots) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
+        int l = slot_level(levels, n_levels, i);
+        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+        cell_members[cell_starts[levels[l].cell_offset + cand_cell[i]] + cand_in_cell[i]] = i;
+    }
+}
+
+// k = rank of each candidate in its cell; counts candidates per (level, k).
+extern "C" __global__ void orb_rank_in_cell(
+    const OrbLevel* __restrict__ level_table, int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const unsigned int* __restrict__ cand_yx,
+    const int* __restrict__ cand_cell,
+    const long long* __restrict__ cand_key,
+    const unsigned int* __restrict__ cell_starts,
+    const unsigned int* __restrict__ cell_counts,
+    const int* __restrict__ cell_members,
+    int max_rank,                        // ranks per level in `rank_counts`
+    int* __restrict__ cand_rank,
+    unsigned int* __restrict__ cand_in_rank,
+    unsigned int* rank_counts,           // n_levels * max_rank, start at 0
+    int total_slots) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
+        int l = slot_level(levels, n_levels, i);
+        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+        int cell = levels[l].cell_offset + cand_cell[i];
+        long long key = cand_key[i];
+        unsigned int yx = cand_yx[i];
+        unsigned int start = cell_starts[cell], count = cell_counts[cell];
+        int k = 0;
+        for (unsigned int m = 0; m < count; ++m) {
+            int j = cell_members[start + m];
+            k += comes_before(cand_key[j], cand_yx[j], key, yx);
+        }
+        cand_rank[i] = k;
+        cand_in_rank[i] = k < max_rank ? atomicAdd(rank_counts + l * max_rank + k, 1u) : 0u;
+    }
+}
+
+// Per level: where each rank's group starts in the level's order, how many keypoints
+// the level keeps (min(quota, candidates)) and where they go in the output.
+// One thread per level, one block.
+extern "C" __global__ void orb_rank_starts(
+    int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const OrbLevel* __restrict__ levels,
+    const int* __restrict__ quotas,
+    int max_rank,
+    const unsigned int* __restrict__ rank_counts,
+    unsigned int* __restrict__ rank_starts,
+    unsigned int* __restrict__ level_kept,      // n_levels + 1: kept per level, then the total
+    unsigned int* __restrict__ level_out_start) {
+    __shared__ unsigned int kept[ORB_MAX_LEVELS];
+    int l = threadIdx.x;
+    if (l < n_levels) {
+        unsigned int sum = 0;
+        for (int k = 0; k < max_rank; ++k) {
+            rank_starts[l * max_rank + k] = sum;
+            sum += rank_counts[l * max_rank + k];
+        }
+        unsigned int candidates = min(level_counts[l], (unsigned int)levels[l].cand_capacity);
+        kept[l] = min(candidates, (unsigned int)quotas[l]);
+        level_kept[l] = kept[l];
+    }
+    __syncthreads();
+    if (l == 0) {
+        unsigned int total = 0;
+        for (int m = 0; m < n_levels; ++m) {
+            level_out_start[m] = total;
+            total += kept[m];
+        }
+        level_kept[n_levels] = total;
+    }
+}
+
+// Gathers the candidates of the ranks that can reach the quota by (level, k).
+extern "C" __global__ void orb_gather_ranks(
+    const OrbLevel* __restrict__ level_table, int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const int* __restrict__ quotas,
+    int max_rank,
+    const int* __restrict__ cand_rank,
+    const unsigned int* __restrict__ cand_in_rank,
+    const unsigned int* __restrict__ rank_starts,
+    int* __restrict__ rank_members,      // same slots as the candidates
+    int total_slots) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
+        int l = slot_level(levels, n_levels, i);
+        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+        int k = cand_rank[i];
+        if (k >= max_rank) continue;
+        unsigned int start = rank_starts[l * max_rank + k];
+        if (start >= (unsigned int)quotas[l]) continue;
+        rank_members[levels[l].cand_offset + start + cand_in_rank[i]] = i;
+    }
+}
+
+// Final position of each candidate whose rank group reaches the quota: the group's
+// start plus its rank in the group by (key desc, y, x). Writes the kept keypoints in
+// output order.
+extern "C" __global__ void orb_place_selected(
+    const OrbLevel* __restrict__ level_table, int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const int* __restrict__ quotas,
+    int max_rank,
+    const unsigned int* __restrict__ cand_yx,
+    const long long* __restrict__ cand_key,
+    const int* __restrict__ cand_rank,
+    const unsigned int* __restrict__ rank_starts,
+    const unsigned int* __restrict__ rank_counts,
+    const int* __restrict__ rank_members,
+    const unsigned int* __restrict__ level_out_start,
+    unsigned int* __restrict__ out_yx,
+    int* __restrict__ out_level,
+    long long* __restrict__ out_key,
+    int total_slots) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
+        int l = slot_level(levels, n_levels, i);
+        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+        int k = cand_rank[i];
+        if (k >= max_rank) continue;
+        unsigned int start = rank_starts[l * max_rank + k];
+        if (start >= (unsigned int)quotas[l]) continue;
+        long long key = cand_key[i];
+        unsigned int yx = cand_yx[i];
+        unsigned int count = rank_counts[l * max_rank + k];
+        const int* group = rank_members + levels[l].cand_offset + start;
+        unsigned int position = start;
+        for (unsigned int m = 0; m < count; ++m) {
+            int j = group[m];
+            position += comes_before(cand_key[j], cand_yx[j], key, yx);
+        }
+        if (position >= (unsigned int)quotas[l]) continue;
+        unsigned int out = level_out_start[l] + position;
+        out_yx[out] = yx;
+        out_level[out] = l;
+        out_key[out] = key;
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# GPU proof for the CUDA ORB backend, run on a machine with an NVIDIA GPU:
+#   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs),
+#   2. compute-sanitizer memcheck and racecheck on the pipeline,
+#   3. `orbsift bench --algo orb --backend cuda`, all SMs and --sm-limit 8,
+# then a short table. The binaries may be built elsewhere (the GPU machine may have
+# no Rust): pass the folder holding `orbsift` and the `cuda_orb-*` test binary.
+#
+# Usage: scripts/gpu-check.sh [BIN_DIR]   (default: build here with cargo)
+# Writes logs under $OUT when set, else under out/gpu-check.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs="${OUT:-out/gpu-check}"
+mkdir -p "$logs"
+
+bin_dir="${1:-}"
+if [[ -z "$bin_dir" ]]; then
+    cargo build --release --bin orbsift || exit 1
+    test_bin=$(cargo test --release --test cuda_orb --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_orb[^"]*\)".*/\1/p' | tail -n 1)
+    orbsift=target/release/orbsift
+else
+    orbsift="$bin_dir/orbsift"
+    test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
+fi
+
+# cudarc looks for libnvrtc.so, libnvrtc.so.12 (and older): give it the toolkit's
+# NVRTC under the first name, whatever its major version.
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1[0-9]* 2>/dev/null | grep -v builtins | head -n 1)
+if [[ -n "$nvrtc" ]]; then
+    mkdir -p /tmp/orbsift-nvrtc
+    ln -sf "$nvrtc" /tmp/orbsift-nvrtc/libnvrtc.so
+    export LD_LIBRARY_PATH="/tmp/orbsift-nvrtc:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export ORBSIFT_KERNEL_CACHE=/tmp/orbsift-kernels RUST_LOG=${RUST_LOG:-info}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+declare -A status
+run() { # name command...
+    local name=$1; shift
+    echo "== $name: $*"
+    local start=$SECONDS
+    "$@" >"$logs/$name.log" 2>&1
+    local rc=$?
+    tail -n 25 "$logs/$name.log"
+    status[$name]="rc=$rc ($((SECONDS - start)) s)"
+}
+
+run parity "$test_bin" --ignored --test-threads=1 --nocapture
+run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$test_bin" --ignored --exact sm_limit_and_repeated_frames_give_identical_results
+run racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$test_bin" --ignored --exact fast_score_and_small_grids_match_too
+images=(tests/data/graf1.png tests/data/leuvenA.jpg tests/data/basketball1.png tests/data/rubberwhale1.png)
+run bench "$orbsift" bench --algo orb --backend cuda "${images[@]}"
+run bench_unified "$orbsift" bench --algo orb --backend cuda --memory unified "${images[@]}"
+run bench_sm8 "$orbsift" bench --algo orb --backend cuda --sm-limit 8 "${images[@]}"
+
+echo
+echo "| check | result |"
+echo "|---|---|"
+for name in parity memcheck racecheck bench bench_unified bench_sm8; do
+    echo "| $name | ${status[$name]:-not run} |"
+done
+grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
+grep -h "^BENCH" "$logs"/bench*.log
+[[ ${status[parity]} == rc=0* && ${status[memcheck]} == rc=0* && ${status[racecheck]} == rc=0* ]]

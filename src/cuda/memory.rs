@@ -1,0 +1,178 @@
+//! Raw GPU allocations owned by one pipeline: device buffers, and page-locked host
+//! buffers that may be mapped into the device's address space.
+//!
+//! Kernels take plain device pointers, so a buffer is a pointer and a size; the
+//! pipeline owns every buffer, binds its context before freeing, and never frees
+//! while its stream has work in flight (it synchronises once per frame).
+
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
+
+use crate::error::Result;
+
+/// `bytes` of device memory.
+pub struct DeviceBuffer {
+    ctx: Arc<CudaContext>,
+    pub ptr: sys::CUdeviceptr,
+    pub bytes: usize,
+}
+
+impl DeviceBuffer {
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        // SAFETY: the context is current; a zero-byte request is rounded up to one
+        // byte because cuMemAlloc rejects 0. The memory is uninitialised, and every
+        // kernel writes before it reads (or the pipeline clears it first).
+        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }?;
+        Ok(Self {
+            ctx: ctx.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    /// A buffer holding `data`.
+    pub fn from_slice<T: Copy>(ctx: &Arc<CudaContext>, data: &[T]) -> Result<Self> {
+        let buffer = Self::new(ctx, std::mem::size_of_val(data))?;
+        if !data.is_empty() {
+            // SAFETY: `buffer` holds exactly `size_of_val(data)` bytes; the copy is
+            // synchronous, so `data` outlives it.
+            unsafe { result::memcpy_htod_sync(buffer.ptr, data) }?;
+        }
+        Ok(buffer)
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let freed = self.ctx.bind_to_thread().and_then(|()| {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed once; the
+            // owner synchronised its stream, so no kernel still uses it.
+            unsafe { result::free_sync(self.ptr) }
+        });
+        if let Err(error) = freed {
+            log::warn!("cuMemFree failed: {error}");
+        }
+    }
+}
+
+/// `bytes` of page-locked host memory, mapped into the device (`device_ptr`) when
+/// asked: kernels then read and write it in place (integrated GPUs, `unified` mode).
+pub struct HostBuffer {
+    ctx: Arc<CudaContext>,
+    host: *mut u8,
+    pub device_ptr: Option<sys::CUdeviceptr>,
+    pub bytes: usize,
+}
+
+// SAFETY: the buffer is plain memory owned by this value; the raw pointer is only
+// dereferenced through `&self`/`&mut self` borrows.
+unsafe impl Send for HostBuffer {}
+
+impl HostBuffer {
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, mapped: bool) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        let flags = if mapped {
+            sys::CU_MEMHOSTALLOC_DEVICEMAP
+        } else {
+            0
+        };
+        // SAFETY: the context is current; the block is zeroed below before any read.
+        let host = unsafe { result::malloc_host(bytes.max(1), flags) }?.cast::<u8>();
+        // SAFETY: `host` points to at least `bytes.max(1)` writable bytes.
+        unsafe { std::ptr::write_bytes(host, 0, bytes.max(1)) };
+        let mut buffer = Self {
+            ctx: ctx.clone(),
+            host,
+            device_ptr: None,
+            bytes,
+        };
+        if mapped {
+            let mut device: sys::CUdeviceptr = 0;
+            // SAFETY: `host` was allocated with CU_MEMHOSTALLOC_DEVICEMAP in this context.
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) }.result()?;
+            buffer.device_ptr = Some(device);
+        }
+        Ok(buffer)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `host` points to `bytes` initialised bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.host, self.bytes) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as `as_slice`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.host, self.bytes) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        let freed = self.ctx.bind_to_thread().and_then(|()| {
+            // SAFETY: `host` came from cuMemHostAlloc and is freed once, after the
+            // owner's last synchronisation.
+            unsafe { result::free_host(self.host.cast()) }
+        });
+        if let Err(error) = freed {
+            log::warn!("cuMemFreeHost failed: {error}");
+        }
+    }
+}
+
+/// A buffer both sides use once per frame: in place in mapped host memory
+/// (`unified`), or a device buffer with a pinned host twin and async copies on the
+/// stream (`device`).
+pub struct Staged {
+    device: Option<DeviceBuffer>,
+    pub host: HostBuffer,
+    /// Where kernels read and write.
+    pub ptr: sys::CUdeviceptr,
+}
+
+impl Staged {
+    pub fn new(ctx: &Arc<CudaContext>, bytes: usize, unified: bool) -> Result<Self> {
+        if unified {
+            let host = HostBuffer::new(ctx, bytes, true)?;
+            let ptr = host.device_ptr.unwrap_or_default();
+            Ok(Self {
+                device: None,
+                host,
+                ptr,
+            })
+        } else {
+            let device = DeviceBuffer::new(ctx, bytes)?;
+            let ptr = device.ptr;
+            Ok(Self {
+                device: Some(device),
+                host: HostBuffer::new(ctx, bytes, false)?,
+                ptr,
+            })
+        }
+    }
+
+    /// Queues the copy of the host side to the device (nothing to do when mapped).
+    pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
+        if let Some(device) = &self.device {
+            // SAFETY: the host side is pinned and outlives the frame's synchronisation;
+            // `device` holds as many bytes as the host side.
+            unsafe {
+                result::memcpy_htod_async(device.ptr, self.host.as_slice(), stream.cu_stream())
+            }?;
+        }
+        Ok(())
+    }
+
+    /// Queues the copy of the first `bytes` to the host (nothing to do when mapped).
+    pub fn download_async(&mut self, bytes: usize, stream: &CudaStream) -> Result<()> {
+        if let Some(device) = &self.device {
+            let bytes = bytes.min(self.host.bytes);
+            let host = &mut self.host.as_mut_slice()[..bytes];
+            // SAFETY: `host` is pinned and is read or freed only after the frame's
+            // synchronisation; `device` holds at least `bytes`.
+            unsafe { result::memcpy_dtoh_async(host, device.ptr, stream.cu_stream()) }?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,190 @@
+//! The kernel modules (`kernels/**/*.cu`, embedded in the binary) and their on-disk
+//! cubin cache.
+//!
+//! A cached cubin is named after the module, the architecture, the NVRTC version and
+//! a SHA-256 of everything that reaches the compiler (module source, every header,
+//! options), so a changed source, option or compiler never loads a stale binary.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::cuda::compiler::{compile_cubin, nvrtc_version, Arch};
+use crate::error::{Error, Result};
+
+/// One `.cu` file compiled as one CUDA module.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelModule {
+    /// Module name, also the cache file's prefix: `orb_*` or `match_*`.
+    pub name: &'static str,
+    /// Path under `kernels/`, for messages.
+    pub path: &'static str,
+    pub source: &'static str,
+    /// Whether `--use_fast_math` is allowed: only where no result depends on float rounding.
+    pub fast_math: bool,
+}
+
+macro_rules! kernel_file {
+    ($path:literal) => {
+        ($path, include_str!(concat!("../../kernels/", $path)))
+    };
+}
+
+/// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
+pub const HEADERS: [(&str, &str); 4] = [
+    kernel_file!("common/levels.cuh"),
+    kernel_file!("common/grid_barrier.cuh"),
+    kernel_file!("common/warp_append.cuh"),
+    kernel_file!("common/hamming.cuh"),
+];
+
+const fn module(
+    name: &'static str,
+    file: (&'static str, &'static str),
+    fast_math: bool,
+) -> KernelModule {
+    KernelModule {
+        name,
+        path: file.0,
+        source: file.1,
+        fast_math,
+    }
+}
+
+/// Every module the backend loads. ORB modules must be bit-exact: no fast math.
+pub const MODULES: [KernelModule; 5] = [
+    module("orb_pyramid", kernel_file!("orb/pyramid.cu"), false),
+    module("orb_detect", kernel_file!("orb/detect.cu"), false),
+    module("orb_select", kernel_file!("orb/select.cu"), false),
+    module("orb_describe", kernel_file!("orb/describe.cu"), false),
+    module("match_hamming", kernel_file!("match/hamming.cu"), true),
+];
+
+impl KernelModule {
+    fn options(&self) -> Vec<String> {
+        let mut options = vec!["--std=c++17".to_owned()];
+        if self.fast_math {
+            options.push("--use_fast_math".into());
+        } else {
+            // Exact code: no contraction of a*b+c into an FMA anywhere.
+            options.push("--fmad=false".into());
+        }
+        options
+    }
+
+    /// The cache file name for this module compiled for `arch` by NVRTC `nvrtc`.
+    pub fn cache_file_name(&self, arch: Arch, nvrtc: (i32, i32)) -> String {
+        let mut hash = Sha256::new();
+        hash.update(self.source.as_bytes());
+        for (name, text) in HEADERS {
+            hash.update(name.as_bytes());
+            hash.update(text.as_bytes());
+        }
+        for option in self.options() {
+            hash.update(option.as_bytes());
+        }
+        let digest = hash.finalize();
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{}-{arch}-nvrtc{}.{}-{hex}.cubin",
+            self.name, nvrtc.0, nvrtc.1
+        )
+    }
+
+    /// Compiles this module for `arch` (no GPU needed).
+    pub fn compile(&self, arch: Arch) -> Result<Vec<u8>> {
+        compile_cubin(self.path, self.source, &HEADERS, arch, &self.options())
+    }
+
+    /// The cubin for `arch`: read from `cache` when there, else compiled and stored.
+    /// Returns it and whether it came from the cache.
+    pub fn cubin(&self, arch: Arch, cache: &Path) -> Result<(Vec<u8>, bool)> {
+        let path = cache.join(self.cache_file_name(arch, nvrtc_version()?));
+        if let Ok(cubin) = std::fs::read(&path) {
+            return Ok((cubin, true));
+        }
+        let cubin = self.compile(arch)?;
+        store(&path, &cubin)?;
+        Ok((cubin, false))
+    }
+}
+
+/// Writes through a temporary file and a rename, so a concurrent reader never sees half a cubin.
+fn store(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&temporary, bytes).map_err(io(&temporary))?;
+    std::fs::rename(&temporary, path).map_err(io(path))
+}
+
+/// `$ORBSIFT_KERNEL_CACHE`, else `$HOME/.cache/orbsift/kernels`, else a folder in the temp dir.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ORBSIFT_KERNEL_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".cache/orbsift/kernels"),
+        None => std::env::temp_dir().join("orbsift-kernels"),
+    }
+}
+
+/// One module compiled by [`build_all`].
+#[derive(Clone, Debug)]
+pub struct BuiltModule {
+    pub name: &'static str,
+    pub path: PathBuf,
+    pub bytes: usize,
+    pub cached: bool,
+}
+
+/// Compiles every module for `arch` into `cache` (no GPU needed): what
+/// `orbsift kernels build` runs so that images can ship pre-built kernels.
+pub fn build_all(arch: Arch, cache: &Path) -> Result<Vec<BuiltModule>> {
+    crate::cuda::availability::nvrtc_available()?;
+    let nvrtc = nvrtc_version()?;
+    MODULES
+        .iter()
+        .map(|module| {
+            let (cubin, cached) = module.cubin(arch, cache)?;
+            Ok(BuiltModule {
+                name: module.name,
+                path: cache.join(module.cache_file_name(arch, nvrtc)),
+                bytes: cubin.len(),
+                cached,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_names_separate_arch_compiler_and_source() {
+        let orb = &MODULES[0];
+        let sm87 = Arch::parse("sm_87").unwrap();
+        let sm90 = Arch::parse("sm_90").unwrap();
+        let name = orb.cache_file_name(sm87, (12, 6));
+        assert!(name.starts_with("orb_pyramid-sm_87-nvrtc12.6-"), "{name}");
+        assert_ne!(name, orb.cache_file_name(sm90, (12, 6)));
+        assert_ne!(name, orb.cache_file_name(sm87, (13, 0)));
+        assert_ne!(name, MODULES[1].cache_file_name(sm87, (12, 6)));
+    }
+
+    #[test]
+    fn module_names_say_their_family() {
+        for module in MODULES {
+            assert!(
+                module.name.starts_with("orb_") || module.name.starts_with("match_"),
+                "{}",
+                module.name
+            );
+        }
+    }
+}

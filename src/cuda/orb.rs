@@ -1,0 +1,829 @@
+//! ORB on the GPU: the launch sequence of `kernels/orb/*.cu` for one image size,
+//! reproducing the CPU reference (docs/orb-reference.md) bit for bit.
+//!
+//! Per frame: the upload, one CUDA graph (pyramid, oFAST, cell thresholds,
+//! candidates, selection, orientation + rBRIEF, optionally fused matching), the
+//! downloads, and one stream synchronisation. The host-side tables (resize taps,
+//! arc table, Gaussian taps, umax, pattern, quotas) come from the CPU reference's
+//! builders, uploaded as they are.
+
+use std::mem::size_of;
+
+use cudarc::driver::sys::{self, CUdeviceptr};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
+
+use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
+use crate::cpu::blur::gaussian_taps;
+use crate::cpu::brief::{PATTERN, PATTERN_REACH};
+use crate::cpu::candidates::{DetectionArea, Grid};
+use crate::cpu::fast::arc_table;
+use crate::cpu::harris::harris_response;
+use crate::cpu::orientation::{angle_degrees, umax};
+use crate::cpu::pyramid::{level_geometry, resize_taps, LevelGeometry};
+use crate::cpu::select::level_quotas;
+use crate::cuda::gpu::Gpu;
+use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::error::{Error, Result};
+use crate::extractor::Extractor;
+use crate::image::GrayImage;
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
+
+/// `PATCH_RADIUS` of kernels/orb/describe.cu: the private patch must hold every sample.
+const DESCRIBE_PATCH_RADIUS: usize = 19;
+const _: () = assert!(PATTERN_REACH <= DESCRIBE_PATCH_RADIUS);
+const WARP: u32 = 32;
+const BLOCK: u32 = 256;
+const SCAN_BLOCK: u32 = 1024;
+const DESCRIPTOR_WORDS: usize = 8;
+
+/// Mirrors `OrbLevel` in kernels/common/levels.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct OrbLevel {
+    width: i32,
+    height: i32,
+    offset: i32,
+    taps_x: i32,
+    taps_y: i32,
+    edge: i32,
+    n_cols: i32,
+    n_rows: i32,
+    cell_w: i32,
+    cell_h: i32,
+    cell_offset: i32,
+    cand_offset: i32,
+    cand_capacity: i32,
+}
+
+/// Mirrors `ResizeTap` in kernels/orb/pyramid.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ResizeTap {
+    src: i32,
+    w1: i32,
+}
+
+/// A keypoint's best and second-best train match, from the fused or standalone kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Knn2 {
+    /// Train index, or -1 when there is no train descriptor (or cross-check failed).
+    pub best_index: i32,
+    pub best: i32,
+    pub second: i32,
+}
+
+fn to_i32(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+}
+
+/// Level tables and buffers for one image size.
+struct Plan {
+    width: usize,
+    height: usize,
+    geometry: Vec<LevelGeometry>,
+    total_pixels: i32,
+    total_slots: i32,
+    total_cells: i32,
+    max_rank: i32,
+    capacity: usize,
+    levels: DeviceBuffer,
+    taps: DeviceBuffer,
+    quotas: DeviceBuffer,
+    frame: Staged,
+    pyramid: DeviceBuffer,
+    smoothed: DeviceBuffer,
+    scores: DeviceBuffer,
+    barrier: DeviceBuffer,
+    /// Zeroed each frame: cell flags, cell counts, level counts, rank counts.
+    counters: DeviceBuffer,
+    cell_starts: DeviceBuffer,
+    cand_yx: DeviceBuffer,
+    cand_cell: DeviceBuffer,
+    cand_in_cell: DeviceBuffer,
+    cand_key: DeviceBuffer,
+    cand_rank: DeviceBuffer,
+    cand_in_rank: DeviceBuffer,
+    cell_members: DeviceBuffer,
+    rank_members: DeviceBuffer,
+    rank_starts: DeviceBuffer,
+    level_out_start: DeviceBuffer,
+    kept: Staged,
+    out_yx: Staged,
+    out_level: Staged,
+    out_key: Staged,
+    moments: Staged,
+    descriptors: Staged,
+    matches: Staged,
+    graph: Option<FrameGraph>,
+}
+
+/// The captured per-frame kernels.
+struct FrameGraph(CudaGraph);
+
+// SAFETY: the graph is launched only through the extractor that owns it (`&mut self`),
+// after binding its context to the calling thread; CUDA graph execs are not tied to
+// the thread that instantiated them.
+unsafe impl Send for FrameGraph {}
+
+/// Kernels of the pipeline, looked up once.
+struct Kernels {
+    pyramid: CudaFunction,
+    fast_score: CudaFunction,
+    cell_flags: CudaFunction,
+    candidates: CudaFunction,
+    scan: CudaFunction,
+    gather_cells: CudaFunction,
+    rank_in_cell: CudaFunction,
+    rank_starts: CudaFunction,
+    gather_ranks: CudaFunction,
+    place_selected: CudaFunction,
+    describe: CudaFunction,
+}
+
+impl Kernels {
+    fn load(gpu: &Gpu) -> Result<Self> {
+        let orb = |module: &str, name: &str| gpu.function(module, name);
+        Ok(Self {
+            pyramid: orb("orb_pyramid", "orb_pyramid")?,
+            fast_score: orb("orb_detect", "orb_fast_score")?,
+            cell_flags: orb("orb_detect", "orb_cell_flags")?,
+            candidates: orb("orb_detect", "orb_candidates")?,
+            scan: orb("orb_select", "orb_exclusive_scan")?,
+            gather_cells: orb("orb_select", "orb_gather_cells")?,
+            rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
+            rank_starts: orb("orb_select", "orb_rank_starts")?,
+            gather_ranks: orb("orb_select", "orb_gather_ranks")?,
+            place_selected: orb("orb_select", "orb_place_selected")?,
+            describe: orb("orb_describe", "orb_describe")?,
+        })
+    }
+}
+
+/// Tables that do not depend on the image size.
+struct Constants {
+    arc: DeviceBuffer,
+    smooth_taps: DeviceBuffer,
+    umax: DeviceBuffer,
+    pattern: DeviceBuffer,
+}
+
+/// A train descriptor set resident on the GPU, matched while describing.
+struct Train {
+    buffer: DeviceBuffer,
+    len: i32,
+}
+
+/// One pyramid level's intermediate images on the GPU, as the CPU reference's
+/// `LevelView` names them.
+pub struct LevelStages {
+    pub image: Vec<u8>,
+    /// FAST scores at `min_fast_threshold`.
+    pub scores: Vec<u8>,
+    pub smoothed: Vec<u8>,
+}
+
+/// What a frame measured: upload and extraction on the GPU, from events.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrameTiming {
+    pub upload_ms: f32,
+    pub extract_ms: f32,
+}
+
+/// ORB on one GPU, exactly as docs/orb-reference.md specifies (grid distribution).
+pub struct CudaOrbExtractor {
+    config: OrbConfig,
+    gpu: Gpu,
+    unified: bool,
+    sm_limit: Option<u32>,
+    use_graph: bool,
+    kernels: Kernels,
+    constants: Constants,
+    train: Option<Train>,
+    plan: Option<Plan>,
+    last_matches: Vec<Knn2>,
+    last_timing: FrameTiming,
+    /// Upload start, upload end = extraction start, extraction end.
+    events: [CudaEvent; 3],
+}
+
+impl CudaOrbExtractor {
+    /// Opens GPU 0. `sm_limit` sizes every grid to that many SMs (Jetson-class runs).
+    pub fn new(config: OrbConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
+        config.validate()?;
+        if config.distribution != Distribution::Grid {
+            return Err(Error::CudaUnavailable(
+                "the CUDA ORB backend implements `distribution: grid` only (top_response runs on the CPU backend)".into(),
+            ));
+        }
+        let gpu = Gpu::open(0)?;
+        let unified = match memory {
+            MemoryMode::Auto => gpu.integrated,
+            MemoryMode::Unified => true,
+            MemoryMode::Device => false,
+        };
+        let kernels = Kernels::load(&gpu)?;
+        let ctx = &gpu.ctx;
+        let arc: Vec<u64> = arc_table().to_vec();
+        let smooth_taps: Vec<i32> = gaussian_taps().iter().map(|&t| t as i32).collect();
+        let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
+        let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
+        let constants = Constants {
+            arc: DeviceBuffer::from_slice(ctx, &arc)?,
+            smooth_taps: DeviceBuffer::from_slice(ctx, &smooth_taps)?,
+            umax: DeviceBuffer::from_slice(ctx, &umax)?,
+            pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
+        };
+        log::info!(
+            "CUDA ORB on {} ({}, {} SMs{}), {} memory",
+            gpu.name,
+            gpu.arch,
+            gpu.sm_count,
+            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
+            if unified { "unified" } else { "device" }
+        );
+        let timing_event = || {
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        };
+        let events = [timing_event()?, timing_event()?, timing_event()?];
+        Ok(Self {
+            events,
+            config,
+            gpu,
+            unified,
+            sm_limit,
+            use_graph: std::env::var_os("ORBSIFT_NO_GRAPH").is_none(),
+            kernels,
+            constants,
+            train: None,
+            plan: None,
+            last_matches: Vec::new(),
+            last_timing: FrameTiming::default(),
+        })
+    }
+
+    pub fn is_unified(&self) -> bool {
+        self.unified
+    }
+
+    /// Keeps `train` on the GPU: later frames match against it while describing.
+    /// `None` stops fused matching.
+    pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
+        self.plan_graph_reset();
+        self.train = match train {
+            None => None,
+            Some(d) if d.kind != DescriptorKind::Orb256 => {
+                return Err(Error::DescriptorMismatch {
+                    query: DescriptorKind::Orb256.name().into(),
+                    train: d.kind.name().into(),
+                })
+            }
+            Some(d) => Some(Train {
+                buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
+                len: to_i32(d.len(), "train set size")?,
+            }),
+        };
+        Ok(())
+    }
+
+    /// The last frame's intermediate images per level, downloaded (synchronously) for
+    /// stage-by-stage comparison with the CPU reference.
+    pub fn stage_images(&self) -> Result<Vec<LevelStages>> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(Vec::new());
+        };
+        self.gpu.ctx.bind_to_thread()?;
+        let download = |buffer: &DeviceBuffer| -> Result<Vec<u8>> {
+            let mut host = vec![0u8; buffer.bytes];
+            // SAFETY: `host` has exactly `buffer.bytes` bytes; the copy is synchronous.
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, buffer.ptr) }?;
+            Ok(host)
+        };
+        let (pyramid, scores, smoothed) = (
+            download(&plan.pyramid)?,
+            download(&plan.scores)?,
+            download(&plan.smoothed)?,
+        );
+        let mut offset = 0;
+        Ok(plan
+            .geometry
+            .iter()
+            .map(|g| {
+                let range = offset..offset + g.width * g.height;
+                offset = range.end;
+                LevelStages {
+                    image: pyramid[range.clone()].to_vec(),
+                    scores: scores[range.clone()].to_vec(),
+                    smoothed: smoothed[range].to_vec(),
+                }
+            })
+            .collect())
+    }
+
+    /// Best and second-best train match of each keypoint of the last frame (fused path).
+    pub fn last_matches(&self) -> &[Knn2] {
+        &self.last_matches
+    }
+
+    pub fn last_timing(&self) -> FrameTiming {
+        self.last_timing
+    }
+
+    fn plan_graph_reset(&mut self) {
+        if let Some(plan) = &mut self.plan {
+            plan.graph = None;
+        }
+    }
+
+    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
+        if self
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.width == width && p.height == height)
+        {
+            return Ok(());
+        }
+        self.plan = None; // frees the old buffers first
+        self.plan = Some(self.build_plan(width, height)?);
+        Ok(())
+    }
+
+    fn build_plan(&self, width: usize, height: usize) -> Result<Plan> {
+        let c = &self.config;
+        let ctx = &self.gpu.ctx;
+        let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
+        let quotas: Vec<i32> = level_quotas(c.n_features, c.n_levels, c.scale_factor)
+            .into_iter()
+            .map(|q| to_i32(q, "quota"))
+            .collect::<Result<_>>()?;
+        let edge = c.edge_threshold as usize;
+        let mut levels = Vec::with_capacity(geometry.len());
+        let mut taps = Vec::new();
+        let (mut offset, mut cells, mut slots, mut max_rank) = (0usize, 0usize, 0usize, 1usize);
+        for (l, g) in geometry.iter().enumerate() {
+            let mut level = OrbLevel {
+                width: to_i32(g.width, "width")?,
+                height: to_i32(g.height, "height")?,
+                offset: to_i32(offset, "pyramid size")?,
+                edge: to_i32(edge, "edge")?,
+                cell_w: 1,
+                cell_h: 1,
+                cell_offset: to_i32(cells, "cells")?,
+                cand_offset: to_i32(slots, "candidates")?,
+                ..OrbLevel::default()
+            };
+            if l > 0 {
+                let previous = geometry[l - 1];
+                level.taps_x = to_i32(taps.len(), "taps")?;
+                let xs = resize_taps(previous.width, g.width);
+                taps.extend(
+                    xs.first
+                        .iter()
+                        .zip(&xs.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
+                level.taps_y = to_i32(taps.len(), "taps")?;
+                let ys = resize_taps(previous.height, g.height);
+                taps.extend(
+                    ys.first
+                        .iter()
+                        .zip(&ys.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
+            }
+            if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
+                let grid = Grid::new(area, c.grid_cell_size as usize);
+                level.n_cols = to_i32(grid.n_cols, "cells")?;
+                level.n_rows = to_i32(grid.n_rows, "cells")?;
+                level.cell_w = to_i32(grid.cell_width, "cell")?;
+                level.cell_h = to_i32(grid.cell_height, "cell")?;
+                // Strict 3x3 NMS keeps at most one pixel of each 2x2 block.
+                let capacity = area.width().div_ceil(2) * area.height().div_ceil(2);
+                level.cand_capacity = to_i32(capacity, "candidates")?;
+                cells += grid.n_cells();
+                slots += capacity;
+                max_rank = max_rank.max(grid.cell_width.div_ceil(2) * grid.cell_height.div_ceil(2));
+            }
+            offset += g.width * g.height;
+            levels.push(level);
+        }
+        let unified = self.unified;
+        let capacity = c.n_features as usize;
+        let n_levels = levels.len();
+        let cells = cells.max(1);
+        let slots = slots.max(1);
+        let counters = cells * 2 + n_levels + n_levels * max_rank;
+        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
+        Ok(Plan {
+            width,
+            height,
+            geometry,
+            total_pixels: to_i32(offset, "pyramid size")?,
+            total_slots: to_i32(slots, "candidates")?,
+            total_cells: to_i32(cells, "cells")?,
+            max_rank: to_i32(max_rank, "rank")?,
+            capacity,
+            levels: DeviceBuffer::from_slice(ctx, &levels)?,
+            taps: DeviceBuffer::from_slice(ctx, &taps)?,
+            quotas: DeviceBuffer::from_slice(ctx, &quotas)?,
+            frame: Staged::new(ctx, width * height, unified)?,
+            pyramid: DeviceBuffer::new(ctx, offset)?,
+            smoothed: DeviceBuffer::new(ctx, offset)?,
+            scores: DeviceBuffer::new(ctx, offset)?,
+            barrier,
+            counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
+            cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
+            cand_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            cand_cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            cand_in_cell: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            cand_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+            cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            rank_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            rank_starts: DeviceBuffer::new(ctx, n_levels * max_rank * size_of::<u32>())?,
+            level_out_start: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
+            out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
+            out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
+            out_key: Staged::new(ctx, capacity * size_of::<i64>(), unified)?,
+            moments: Staged::new(ctx, capacity * 2 * size_of::<i32>(), unified)?,
+            descriptors: Staged::new(ctx, capacity * DESCRIPTOR_WORDS * 4, unified)?,
+            matches: Staged::new(ctx, capacity * size_of::<Knn2>(), unified)?,
+            graph: None,
+        })
+    }
+
+    /// Queues the per-frame kernels (everything between upload and downloads).
+    fn enqueue(&self, plan: &Plan) -> Result<()> {
+        let c = &self.config;
+        let k = &self.kernels;
+        let stream = &self.gpu.stream;
+        let n_levels = plan.geometry.len() as i32;
+        let grid_of = |f: &CudaFunction| self.gpu.persistent_blocks(f, BLOCK, self.sm_limit);
+        let cfg = |blocks: u32, threads: u32| LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let cells = plan.total_cells as usize;
+        let n_lv = n_levels as usize;
+        let counters = plan.counters.ptr;
+        let cell_flags: CUdeviceptr = counters;
+        let cell_counts: CUdeviceptr = counters + (cells * 4) as u64;
+        let level_counts: CUdeviceptr = counters + (cells * 8) as u64;
+        let rank_counts: CUdeviceptr = level_counts + (n_lv * 4) as u64;
+        // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                counters,
+                0,
+                plan.counters.bytes,
+                stream.cu_stream(),
+            )
+        }?;
+        let harris = i32::from(c.score == OrbScore::Harris);
+        let fast_threshold = c.fast_threshold as i32;
+        let min_threshold = c.min_fast_threshold as i32;
+        let null: CUdeviceptr = 0;
+
+        // SAFETY (every launch below): each argument matches the kernel's parameter
+        // list in kernels/orb/*.cu in order and type (device pointers as u64, ints as
+        // i32); every pointer is a live buffer of this plan sized for the indices
+        // the kernel derives from the level table built with it.
+        unsafe {
+            let blocks = grid_of(&k.pyramid)?;
+            stream
+                .launch_builder(&k.pyramid)
+                .arg(&plan.frame.ptr)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&plan.taps.ptr)
+                .arg(&self.constants.smooth_taps.ptr)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.smoothed.ptr)
+                .arg(&plan.barrier.ptr)
+                .arg(&plan.total_pixels)
+                .launch_cooperative(cfg(blocks, BLOCK))?;
+            stream
+                .launch_builder(&k.fast_score)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&self.constants.arc.ptr)
+                .arg(&min_threshold)
+                .arg(&plan.scores.ptr)
+                .arg(&plan.total_pixels)
+                .launch(cfg(grid_of(&k.fast_score)?, BLOCK))?;
+            stream
+                .launch_builder(&k.cell_flags)
+                .arg(&plan.scores.ptr)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&fast_threshold)
+                .arg(&cell_flags)
+                .arg(&plan.total_pixels)
+                .launch(cfg(grid_of(&k.cell_flags)?, BLOCK))?;
+            stream
+                .launch_builder(&k.candidates)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.scores.ptr)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&cell_flags)
+                .arg(&fast_threshold)
+                .arg(&min_threshold)
+                .arg(&harris)
+                .arg(&level_counts)
+                .arg(&cell_counts)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_cell.ptr)
+                .arg(&plan.cand_in_cell.ptr)
+                .arg(&plan.cand_key.ptr)
+                .arg(&plan.total_pixels)
+                .launch(cfg(grid_of(&k.candidates)?, BLOCK))?;
+            stream
+                .launch_builder(&k.scan)
+                .arg(&cell_counts)
+                .arg(&plan.cell_starts.ptr)
+                .arg(&plan.total_cells)
+                .launch(cfg(1, SCAN_BLOCK))?;
+            stream
+                .launch_builder(&k.gather_cells)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.cand_cell.ptr)
+                .arg(&plan.cand_in_cell.ptr)
+                .arg(&plan.cell_starts.ptr)
+                .arg(&plan.cell_members.ptr)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.gather_cells)?, BLOCK))?;
+            stream
+                .launch_builder(&k.rank_in_cell)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_cell.ptr)
+                .arg(&plan.cand_key.ptr)
+                .arg(&plan.cell_starts.ptr)
+                .arg(&cell_counts)
+                .arg(&plan.cell_members.ptr)
+                .arg(&plan.max_rank)
+                .arg(&plan.cand_rank.ptr)
+                .arg(&plan.cand_in_rank.ptr)
+                .arg(&rank_counts)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.rank_in_cell)?, BLOCK))?;
+            stream
+                .launch_builder(&k.rank_starts)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.levels.ptr)
+                .arg(&plan.quotas.ptr)
+                .arg(&plan.max_rank)
+                .arg(&rank_counts)
+                .arg(&plan.rank_starts.ptr)
+                .arg(&plan.kept.ptr)
+                .arg(&plan.level_out_start.ptr)
+                .launch(cfg(1, WARP))?;
+            stream
+                .launch_builder(&k.gather_ranks)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.quotas.ptr)
+                .arg(&plan.max_rank)
+                .arg(&plan.cand_rank.ptr)
+                .arg(&plan.cand_in_rank.ptr)
+                .arg(&plan.rank_starts.ptr)
+                .arg(&plan.rank_members.ptr)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
+            stream
+                .launch_builder(&k.place_selected)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.quotas.ptr)
+                .arg(&plan.max_rank)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_key.ptr)
+                .arg(&plan.cand_rank.ptr)
+                .arg(&plan.rank_starts.ptr)
+                .arg(&rank_counts)
+                .arg(&plan.rank_members.ptr)
+                .arg(&plan.level_out_start.ptr)
+                .arg(&plan.out_yx.ptr)
+                .arg(&plan.out_level.ptr)
+                .arg(&plan.out_key.ptr)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.place_selected)?, BLOCK))?;
+            let (train, n_train) = self
+                .train
+                .as_ref()
+                .map_or((null, 0), |t| (t.buffer.ptr, t.len));
+            let describe_blocks = k
+                .describe
+                .occupancy_max_active_blocks_per_multiprocessor(WARP, 0, None)?
+                .max(1)
+                * self
+                    .sm_limit
+                    .map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
+            let needed = (plan.capacity as u32).div_ceil(WARP).max(1);
+            stream
+                .launch_builder(&k.describe)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.smoothed.ptr)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&self.constants.umax.ptr)
+                .arg(&self.constants.pattern.ptr)
+                .arg(&plan.kept.ptr)
+                .arg(&plan.out_yx.ptr)
+                .arg(&plan.out_level.ptr)
+                .arg(&plan.moments.ptr)
+                .arg(&plan.descriptors.ptr)
+                .arg(&train)
+                .arg(&n_train)
+                .arg(&plan.matches.ptr)
+                .launch(cfg(describe_blocks.min(needed), WARP))?;
+        }
+        Ok(())
+    }
+
+    /// Captures the per-frame kernels into a graph once per size and train set;
+    /// falls back to plain launches (one log line) where capture is refused.
+    fn run_frame_kernels(&mut self) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(());
+        };
+        if self.use_graph && plan.graph.is_none() {
+            let stream = &self.gpu.stream;
+            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+            let queued = self.enqueue(plan);
+            let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+            match (queued, captured) {
+                (Ok(()), Ok(Some(graph))) => {
+                    if let Some(plan) = self.plan.as_mut() {
+                        plan.graph = Some(FrameGraph(graph));
+                    }
+                }
+                (queued, captured) => {
+                    log::info!(
+                        "CUDA graph capture unavailable ({:?} / {:?}): launching kernels one by one",
+                        queued.err(),
+                        captured.err()
+                    );
+                    self.use_graph = false;
+                }
+            }
+        }
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(());
+        };
+        match &plan.graph {
+            Some(graph) => Ok(graph.0.launch()?),
+            None => self.enqueue(plan),
+        }
+    }
+
+    /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
+    fn run(&mut self, image: &GrayImage) -> Result<()> {
+        self.gpu.ctx.bind_to_thread()?;
+        self.prepare(image.width(), image.height())?;
+        let stream = self.gpu.stream.clone();
+        {
+            let Some(plan) = self.plan.as_mut() else {
+                return Ok(());
+            };
+            plan.frame.host.as_mut_slice().copy_from_slice(image.data());
+            self.events[0].record(&stream)?;
+            plan.frame.upload_async(&stream)?;
+            self.events[1].record(&stream)?;
+        }
+        self.run_frame_kernels()?;
+        self.events[2].record(&stream)?;
+        let Some(plan) = self.plan.as_mut() else {
+            return Ok(());
+        };
+        let n = plan.capacity;
+        plan.kept.download_async(plan.kept.host.bytes, &stream)?;
+        plan.out_yx.download_async(n * 4, &stream)?;
+        plan.out_level.download_async(n * 4, &stream)?;
+        plan.out_key.download_async(n * 8, &stream)?;
+        plan.moments.download_async(n * 8, &stream)?;
+        plan.descriptors.download_async(n * 32, &stream)?;
+        if self.train.is_some() {
+            plan.matches
+                .download_async(n * size_of::<Knn2>(), &stream)?;
+        }
+        stream.synchronize()?;
+        let events = &self.events;
+        self.last_timing = FrameTiming {
+            upload_ms: events[0].elapsed_ms(&events[1])?,
+            extract_ms: events[1].elapsed_ms(&events[2])?,
+        };
+        Ok(())
+    }
+
+    /// The frame's features from the plan's host buffers.
+    fn collect(&mut self, width: usize, height: usize) -> Result<Features> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Err(Error::InvalidImage("no frame was processed".into()));
+        };
+        let n_levels = plan.geometry.len();
+        let words = |bytes: &[u8]| -> Vec<u32> {
+            bytes
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        };
+        let kept = words(plan.kept.host.as_slice());
+        let total = (kept[n_levels] as usize).min(plan.capacity);
+        let yx = words(plan.out_yx.host.as_slice());
+        let level = words(plan.out_level.host.as_slice());
+        let moments = words(plan.moments.host.as_slice());
+        let keys: Vec<i64> = plan
+            .out_key
+            .host
+            .as_slice()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect();
+        let harris = self.config.score == OrbScore::Harris;
+        let patch = self.config.patch_size as f32;
+        let mut keypoints = Keypoints::with_capacity(total);
+        for i in 0..total {
+            let l = level[i] as usize;
+            let scale = plan.geometry.get(l).map_or(1.0, |g| g.scale) as f32;
+            let (x, y) = (yx[i] & 0xffff, yx[i] >> 16);
+            let (m10, m01) = (moments[2 * i] as i32, moments[2 * i + 1] as i32);
+            let response = if harris {
+                harris_response(keys[i])
+            } else {
+                keys[i] as f32
+            };
+            keypoints.push(
+                x as f32 * scale,
+                y as f32 * scale,
+                patch * scale,
+                angle_degrees(m10, m01),
+                response,
+                l as i32,
+            );
+        }
+        let data = plan.descriptors.host.as_slice()[..total * 32].to_vec();
+        self.last_matches = if self.train.is_some() {
+            let m = words(plan.matches.host.as_slice());
+            (0..total)
+                .map(|i| Knn2 {
+                    best_index: m[3 * i] as i32,
+                    best: m[3 * i + 1] as i32,
+                    second: m[3 * i + 2] as i32,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Features {
+            width,
+            height,
+            keypoints,
+            descriptors: Descriptors {
+                kind: DescriptorKind::Orb256,
+                data,
+            },
+        })
+    }
+}
+
+impl Extractor for CudaOrbExtractor {
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        if image.width() > 0xffff || image.height() > 0xffff {
+            return Err(Error::InvalidImage(format!(
+                "{}x{} is larger than the CUDA backend's 65535 pixels a side",
+                image.width(),
+                image.height()
+            )));
+        }
+        self.run(image)?;
+        self.collect(image.width(), image.height())
+    }
+
+    fn backend_name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device_name(&self) -> String {
+        self.gpu.name.clone()
+    }
+}

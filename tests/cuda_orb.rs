@@ -1,0 +1,326 @@
+//! The CUDA ORB backend against the CPU reference on real images (tests/data) resized
+//! to 640x480 .. 3840x2160, in both memory modes. GPU tests run through
+//! scripts/gpu-check.sh; the backend-choice test runs everywhere.
+#![cfg(feature = "cuda")]
+
+use std::path::Path;
+
+use orbsift::config::{Backend, MemoryMode};
+use orbsift::cpu::orb::OrbExtractor;
+use orbsift::cuda::CudaOrbExtractor;
+use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
+
+const IMAGES: [&str; 5] = [
+    "graf1.png",
+    "box.pgm",
+    "leuvenA.jpg",
+    "basketball1.png",
+    "rubberwhale1.png",
+];
+const SIZES: [(u32, u32); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
+
+fn load(name: &str) -> GrayImage {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    GrayImage::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// `image` resized to `width x height` (bilinear, by the `image` crate: test input only).
+fn resized(image: &GrayImage, (width, height): (u32, u32)) -> GrayImage {
+    let buffer = image::GrayImage::from_raw(
+        image.width() as u32,
+        image.height() as u32,
+        image.data().to_vec(),
+    )
+    .expect("buffer size");
+    let out = image::imageops::resize(&buffer, width, height, image::imageops::Triangle);
+    GrayImage::new(width as usize, height as usize, out.into_raw()).expect("resized image")
+}
+
+fn cpu(config: &OrbConfig, image: &GrayImage) -> Features {
+    OrbExtractor::new(config.clone())
+        .expect("config")
+        .extract(image)
+        .expect("cpu extraction")
+}
+
+fn differing_bits(a: &[u8], b: &[u8]) -> u64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| u64::from((x ^ y).count_ones()))
+        .sum()
+}
+
+/// Same keypoints (position, level, and the host-computed angle and response), and
+/// at least 99.9 % identical descriptor bits; returns the differing bits.
+fn assert_parity(what: &str, reference: &Features, gpu: &Features) -> u64 {
+    let (r, g) = (&reference.keypoints, &gpu.keypoints);
+    assert_eq!(r.len(), g.len(), "{what}: keypoint count");
+    for i in 0..r.len() {
+        assert_eq!(
+            (r.x[i], r.y[i], r.octave[i]),
+            (g.x[i], g.y[i], g.octave[i]),
+            "{what}: keypoint {i}"
+        );
+        assert_eq!(r.size[i], g.size[i], "{what}: size {i}");
+        assert_eq!(r.response[i], g.response[i], "{what}: response {i}");
+        assert_eq!(r.angle[i], g.angle[i], "{what}: angle {i}");
+    }
+    let bits = 8 * reference.descriptors.data.len() as u64;
+    let differing = differing_bits(&reference.descriptors.data, &gpu.descriptors.data);
+    assert!(
+        differing * 1000 <= bits,
+        "{what}: {differing} of {bits} descriptor bits differ"
+    );
+    differing
+}
+
+#[test]
+fn backend_choice_follows_gpu_availability() {
+    let mut config = Config::default();
+    let available = orbsift::cuda::availability();
+    config.backend = Backend::Cuda;
+    let cuda = orbsift::create_extractor(&config);
+    config.backend = Backend::Auto;
+    let auto = orbsift::create_extractor(&config).expect("auto always gives an extractor");
+    match available {
+        Ok(()) => {
+            assert_eq!(cuda.expect("cuda with a GPU").backend_name(), "cuda");
+            assert_eq!(auto.backend_name(), "cuda");
+        }
+        Err(reason) => {
+            let error = cuda
+                .err()
+                .expect("cuda without a GPU must fail")
+                .to_string();
+            assert!(error.contains("not available"), "{error}");
+            assert_eq!(error, reason.to_string());
+            assert_eq!(auto.backend_name(), "cpu");
+            let image = load("graf1.png");
+            let features = auto.extract_owned(&image);
+            assert_eq!(features, cpu(&config.orb, &image));
+        }
+    }
+}
+
+/// `Extractor::extract` through a box, for the test above.
+trait ExtractOwned {
+    fn extract_owned(self, image: &GrayImage) -> Features;
+}
+
+impl ExtractOwned for Box<dyn Extractor> {
+    fn extract_owned(mut self, image: &GrayImage) -> Features {
+        self.extract(image).expect("extraction")
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn matches_the_cpu_reference_on_real_images_in_both_memory_modes() {
+    let config = OrbConfig::default();
+    let mut device = CudaOrbExtractor::new(config.clone(), MemoryMode::Device, None).unwrap();
+    let mut unified = CudaOrbExtractor::new(config.clone(), MemoryMode::Unified, None).unwrap();
+    assert!(unified.is_unified() && !device.is_unified());
+    let (mut bits, mut differing) = (0u64, 0u64);
+    for name in IMAGES {
+        let original = load(name);
+        for size in SIZES {
+            let image = resized(&original, size);
+            let reference = cpu(&config, &image);
+            assert!(
+                reference.len() > 100,
+                "{name} {size:?}: too few keypoints to compare"
+            );
+            for (mode, extractor) in [("device", &mut device), ("unified", &mut unified)] {
+                let what = format!("{name} {}x{} {mode}", size.0, size.1);
+                let gpu = extractor.extract(&image).unwrap();
+                differing += assert_parity(&what, &reference, &gpu);
+                bits += 8 * reference.descriptors.data.len() as u64;
+                println!("PARITY {what}: {} keypoints identical", gpu.len());
+            }
+        }
+    }
+    println!("PARITY descriptor bits differing: {differing} of {bits}");
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn fast_score_and_small_grids_match_too() {
+    let configs = [
+        OrbConfig {
+            score: orbsift::config::OrbScore::Fast,
+            ..OrbConfig::default()
+        },
+        OrbConfig {
+            n_features: 500,
+            n_levels: 4,
+            scale_factor: 1.5,
+            grid_cell_size: 16,
+            edge_threshold: 19,
+            ..OrbConfig::default()
+        },
+    ];
+    let image = resized(&load("leuvenA.jpg"), (1280, 960));
+    for config in configs {
+        let mut gpu = CudaOrbExtractor::new(config.clone(), MemoryMode::Auto, None).unwrap();
+        let what = format!("{config:?}");
+        assert_parity(&what, &cpu(&config, &image), &gpu.extract(&image).unwrap());
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn sm_limit_and_repeated_frames_give_identical_results() {
+    let config = OrbConfig::default();
+    let image = resized(&load("graf1.png"), (1920, 1080));
+    let mut full = CudaOrbExtractor::new(config.clone(), MemoryMode::Device, None).unwrap();
+    let mut eight = CudaOrbExtractor::new(config, MemoryMode::Device, Some(8)).unwrap();
+    let first = full.extract(&image).unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            full.extract(&image).unwrap(),
+            first,
+            "repeated frame differs"
+        );
+    }
+    assert_eq!(
+        eight.extract(&image).unwrap(),
+        first,
+        "8 SMs differ from all SMs"
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn fused_matching_finds_the_brute_force_nearest_neighbours() {
+    let config = OrbConfig::default();
+    let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
+    let train = gpu
+        .extract(&resized(&load("graf1.png"), (1280, 960)))
+        .unwrap();
+    gpu.set_train(Some(&train.descriptors)).unwrap();
+    let query = gpu
+        .extract(&resized(&load("graf3.png"), (1280, 960)))
+        .unwrap();
+    let matches = gpu.last_matches();
+    assert_eq!(matches.len(), query.len());
+    for (i, q) in query.descriptors.iter().enumerate() {
+        let mut distances: Vec<(u64, usize)> = train
+            .descriptors
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (differing_bits(q, t), j))
+            .collect();
+        distances.sort();
+        let m = matches[i];
+        assert_eq!(m.best_index as usize, distances[0].1, "query {i}");
+        assert_eq!(m.best as u64, distances[0].0, "query {i}");
+        assert_eq!(m.second as u64, distances[1].0, "query {i}");
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn every_stage_matches_the_cpu_reference_level_by_level() {
+    let config = OrbConfig::default();
+    let image = resized(&load("graf1.png"), (640, 480));
+    let mut reference = OrbExtractor::new(config.clone()).unwrap();
+    let cpu_features = reference.extract(&image).unwrap();
+    let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
+    let gpu_features = gpu.extract(&image).unwrap();
+    let stages = gpu.stage_images().unwrap();
+    for (l, stage) in stages.iter().enumerate() {
+        let (pyramid, scores, smoothed) = (&stage.image, &stage.scores, &stage.smoothed);
+        let level = reference.level(l).unwrap();
+        let cpu_pixels = level.image.unwrap_or(image.data());
+        assert!(cpu_pixels == &pyramid[..], "level {l}: pyramid differs");
+        let differing = level
+            .scores
+            .iter()
+            .zip(scores)
+            .filter(|(a, b)| a != b)
+            .count();
+        let width = level.geometry.width;
+        for (i, (a, b)) in level
+            .scores
+            .iter()
+            .zip(scores)
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+        {
+            let (x, y) = (i % width, i / width);
+            let ring: Vec<u8> = orbsift::cpu::fast::RING
+                .iter()
+                .map(|&(dx, dy)| {
+                    cpu_pixels[(y as isize + dy) as usize * width + (x as isize + dx) as usize]
+                })
+                .collect();
+            println!(
+                "STAGE level {l} ({x}, {y}): cpu {a} gpu {b}, centre {} ring {ring:?}",
+                cpu_pixels[i]
+            );
+        }
+        assert_eq!(differing, 0, "level {l}: {differing} FAST scores differ");
+        if !level.smoothed.is_empty() {
+            assert!(
+                level.smoothed == &smoothed[..],
+                "level {l}: smoothing differs"
+            );
+        }
+        let set = |f: &Features| {
+            let mut points: Vec<(u32, u32)> = (0..f.len())
+                .filter(|&i| f.keypoints.octave[i] == l as i32)
+                .map(|i| (f.keypoints.x[i].to_bits(), f.keypoints.y[i].to_bits()))
+                .collect();
+            points.sort();
+            points
+        };
+        let (c, g) = (set(&cpu_features), set(&gpu_features));
+        let common = c.iter().filter(|p| g.binary_search(p).is_ok()).count();
+        println!(
+            "STAGE level {l}: cpu {} gpu {} keypoints, {common} in both",
+            c.len(),
+            g.len()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
+    let config = OrbConfig::default();
+    let query = cpu(&config, &load("graf1.png")).descriptors;
+    let train = cpu(&config, &load("graf3.png")).descriptors;
+    let mut matcher = orbsift::cuda::CudaHammingMatcher::new().unwrap();
+    let forward = matcher.knn2(&query, &train, false).unwrap();
+    let mutual = matcher.knn2(&query, &train, true).unwrap();
+    let nearest = |q: &[u8], set: &orbsift::Descriptors| {
+        let mut d: Vec<(u64, usize)> = set
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (differing_bits(q, t), j))
+            .collect();
+        d.sort();
+        d
+    };
+    let mut kept = 0;
+    for (i, q) in query.iter().enumerate() {
+        let d = nearest(q, &train);
+        let m = forward[i];
+        assert_eq!(
+            (m.best_index as usize, m.best as u64, m.second as u64),
+            (d[0].1, d[0].0, d[1].0),
+            "query {i}"
+        );
+        let back = nearest(train.get(d[0].1), &query)[0].1;
+        let expected = if back == i { d[0].1 as i32 } else { -1 };
+        assert_eq!(mutual[i].best_index, expected, "query {i} mutual");
+        kept += usize::from(expected >= 0);
+    }
+    assert!(
+        kept > 50,
+        "only {kept} mutual matches between graf1 and graf3"
+    );
+}

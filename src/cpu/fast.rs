@@ -206,9 +206,9 @@ fn score_row(
     }
 }
 
-/// The score map of one level: `scores[y * width + x] = s(p)` for
-/// `threshold = min_fast_threshold` (`s >= threshold` on corners, 0 elsewhere and
-/// on the 3-pixel border). Rows run in parallel.
+/// The score map of one level built at `threshold` (`T_map` of the spec):
+/// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
+/// on the 3-pixel border. Rows run in parallel.
 pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
     let height = image.len().checked_div(width).unwrap_or(0);
     if width <= 2 * RING_RADIUS || height <= 2 * RING_RADIUS {

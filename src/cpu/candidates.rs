@@ -61,7 +61,7 @@ impl DetectionArea {
 /// Pixels of `area` whose score is nonzero and strictly greater than all 8
 /// neighbours' (equal neighbours suppress each other), in raster order.
 ///
-/// Survivors of NMS at any threshold `T >= min_fast_threshold` are exactly those
+/// Survivors of NMS at any threshold `T` at or above the map's are exactly those
 /// with `score >= T`: a neighbour below `T` scores less than such a pixel anyway.
 /// The area lies at least one pixel inside the score map.
 pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {

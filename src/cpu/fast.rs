@@ -77,22 +77,34 @@ pub fn ring_masks(centre: u8, ring: &[u8; 16], threshold: u8) -> (u16, u16) {
         centre.saturating_add(threshold),
         centre.saturating_sub(threshold),
     );
-    (
-        bits_of_bytes(ring.map(|r| u8::from(r > hi))),
-        bits_of_bytes(ring.map(|r| u8::from(r < lo))),
-    )
-}
-
-/// Packs 16 bytes of 0 or 1 into bit `i` = byte `i`. Multiplying 8 such bytes by
-/// `0x0102040810204080` moves byte `i` to bit `56 + i` without carries: a
-/// branch-free movemask the compiler keeps in a few instructions.
-fn bits_of_bytes(bytes: [u8; 16]) -> u16 {
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let half = |k: usize| {
-        let eight = u64::from_le_bytes(std::array::from_fn(|i| bytes[8 * k + i]));
-        eight.wrapping_mul(GATHER) >> 56
-    };
-    (half(0) | (half(1) << 8)) as u16
+    // The compiler keeps these 16 compares scalar; on x86-64 one vector compare and
+    // a movemask per mask do it.
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86-64 baseline, and the unaligned load reads
+        // exactly the 16 bytes of `ring`.
+        unsafe {
+            let r = _mm_loadu_si128(ring.as_ptr().cast());
+            let (hi, lo) = (_mm_set1_epi8(hi as i8), _mm_set1_epi8(lo as i8));
+            // Unsigned bytes: r <= hi iff max(r, hi) == hi; r >= lo iff min(r, lo) == lo.
+            let not_bright = _mm_cmpeq_epi8(_mm_max_epu8(r, hi), hi);
+            let not_dark = _mm_cmpeq_epi8(_mm_min_epu8(r, lo), lo);
+            (
+                !(_mm_movemask_epi8(not_bright) as u16),
+                !(_mm_movemask_epi8(not_dark) as u16),
+            )
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (mut bright, mut dark) = (0u16, 0u16);
+        for (i, &r) in ring.iter().enumerate() {
+            bright |= u16::from(r > hi) << i;
+            dark |= u16::from(r < lo) << i;
+        }
+        (bright, dark)
+    }
 }
 
 /// Whether the pixel is a corner at the threshold its masks were built with.
@@ -194,9 +206,9 @@ fn score_row(
     }
 }
 
-/// The score map of one level: `scores[y * width + x] = s(p)` for
-/// `threshold = min_fast_threshold` (`s >= threshold` on corners, 0 elsewhere and
-/// on the 3-pixel border). Rows run in parallel.
+/// The score map of one level built at `threshold` (`T_map` of the spec):
+/// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
+/// on the 3-pixel border. Rows run in parallel.
 pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
     let height = image.len().checked_div(width).unwrap_or(0);
     if width <= 2 * RING_RADIUS || height <= 2 * RING_RADIUS {

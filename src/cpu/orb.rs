@@ -64,8 +64,8 @@ pub struct LevelView<'a> {
     pub image: Option<&'a [u8]>,
     /// FAST scores at [`score_map_threshold`], one per pixel.
     pub scores: &'a [u8],
-    /// The smoothed level; empty when the level has no keypoint.
-    pub smoothed: &'a [u8],
+    /// The smoothed level (`None` when the level has no keypoint: it is not smoothed).
+    pub smoothed: Option<&'a [u8]>,
     pub keypoints: &'a [LevelKeypoint],
     /// `DESCRIPTOR_BYTES` per keypoint.
     pub descriptors: &'a [u8],
@@ -178,7 +178,7 @@ impl OrbExtractor {
             geometry: level.work.geometry,
             image: level.taps.as_ref().map(|_| &level.image[..]),
             scores: &level.work.scores,
-            smoothed: &level.work.smoothed,
+            smoothed: (!level.work.keypoints.is_empty()).then_some(&level.work.smoothed[..]),
             keypoints: &level.work.keypoints,
             descriptors: &level.work.descriptors,
         })

@@ -13,7 +13,7 @@ use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
-use crate::cpu::blur::gaussian_taps;
+use crate::cpu::blur::GAUSSIAN_TAPS;
 use crate::cpu::brief::{PATTERN, PATTERN_REACH};
 use crate::cpu::candidates::{DetectionArea, Grid};
 use crate::cpu::fast::arc_table;
@@ -225,7 +225,7 @@ impl CudaOrbExtractor {
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
         let arc: Vec<u64> = arc_table().to_vec();
-        let smooth_taps: Vec<i32> = gaussian_taps().iter().map(|&t| t as i32).collect();
+        let smooth_taps: Vec<i32> = GAUSSIAN_TAPS.iter().map(|&t| t as i32).collect();
         let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
         let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
         let constants = Constants {

@@ -2,3 +2,4 @@
 
 pub mod matcher;
 pub mod orb;
+pub mod sift;

@@ -11,6 +11,7 @@ sides are judged by the same code: brute-force L2, Lowe ratio 0.8, RANSAC homogr
 """
 import argparse
 import json
+import re
 import sys
 
 import cv2
@@ -39,12 +40,22 @@ def load(path):
     return points, descriptors
 
 
+def read_homography(path):
+    """The 3x3 matrix of an OpenCV XML file (the `<data>` block, row-major)."""
+    with open(path) as f:
+        match = re.search(r"<data>(.*?)</data>", f.read(), re.S)
+    if match is None:
+        sys.exit(f"no <data> block in {path}")
+    values = [float(v) for v in match.group(1).split()]
+    if len(values) != 9:
+        sys.exit(f"{path}: expected 9 values, got {len(values)}")
+    return np.float64(values).reshape(3, 3)
+
+
 def correct(args):
     pa, da = load(args.a)
     pb, db = load(args.b)
-    truth = cv2.FileStorage(args.homography, cv2.FILE_STORAGE_READ).getFirstTopLevelNode().mat()
-    if truth is None:
-        sys.exit(f"cannot read a homography from {args.homography}")
+    truth = read_homography(args.homography)
     matcher = cv2.BFMatcher(cv2.NORM_L2)
     pairs = matcher.knnMatch(da, db, k=2)
     good = [m for m, n in (p for p in pairs if len(p) == 2) if m.distance < 0.8 * n.distance]

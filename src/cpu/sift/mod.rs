@@ -129,16 +129,19 @@ impl SiftExtractor {
         let mut points = Vec::with_capacity(frames.len());
         for i in 0..frames.len() {
             let (x, y, size, angle) = (frames.x[i], frames.y[i], frames.size[i], frames.angle[i]);
+            // Frames may sit partly off the image (their window is clipped), not far off.
+            let (w, h) = (image.width() as f32, image.height() as f32);
             let valid = [x, y, size, angle].iter().all(|v| v.is_finite())
                 && size > 0.0
-                && (0.0..image.width() as f32).contains(&x)
-                && (0.0..image.height() as f32).contains(&y);
+                && size <= 2.0 * (w + h)
+                && (-w..2.0 * w).contains(&x)
+                && (-h..2.0 * h).contains(&y);
             if !valid {
                 return Err(Error::InvalidParameter {
                     name: "frames".into(),
                     reason: format!(
                         "frame {i} (x {x}, y {y}, size {size}, angle {angle}) is not a finite \
-                         frame with size > 0 inside the {}x{} image",
+                         frame with 0 < size <= 2 (width + height) near the {}x{} image",
                         image.width(),
                         image.height()
                     ),

@@ -62,21 +62,23 @@ fn row_candidates<'a>(
 ) -> impl Iterator<Item = usize> + 'a {
     let w = current.width;
     let centre = current.row(row);
+    // The 3x3x3 block as nine row slices (the centre compares with itself, harmlessly).
+    let rows: [&[f32]; 9] = [below, current, above]
+        .map(|plane| [plane.row(row - 1), plane.row(row), plane.row(row + 1)])
+        .concat()
+        .try_into()
+        .expect("nine rows");
     (IMAGE_BORDER..w.saturating_sub(IMAGE_BORDER)).filter(move |&c| {
         let v = centre[c];
         if v.abs() <= threshold {
             return false;
         }
-        let neighbours = [below, current, above].into_iter().flat_map(|plane| {
-            (row - 1..=row + 1).flat_map(move |r| {
-                let line = plane.row(r);
-                line[c - 1..=c + 1].iter().copied()
-            })
-        });
         if v > 0.0 {
-            neighbours.into_iter().all(|n| v >= n)
+            rows.iter()
+                .all(|r| v >= r[c - 1] && v >= r[c] && v >= r[c + 1])
         } else {
-            neighbours.into_iter().all(|n| v <= n)
+            rows.iter()
+                .all(|r| v <= r[c - 1] && v <= r[c] && v <= r[c + 1])
         }
     })
 }

@@ -212,13 +212,14 @@ pub fn gaussian_kernel(sigma: f64) -> Vec<f32> {
     weights.iter().map(|w| (w / sum) as f32).collect()
 }
 
-/// Separable Gaussian blur with BORDER_REFLECT_101, rows in parallel.
+/// Separable Gaussian blur with BORDER_REFLECT_101, rows in parallel. Both passes loop
+/// over taps outside and pixels inside (so the inner loop vectorises) and add the two
+/// mirrored taps of the symmetric kernel before multiplying.
 pub fn gaussian_blur(src: &Plane, sigma: f64) -> Plane {
     let kernel = gaussian_kernel(sigma);
     let radius = kernel.len() / 2;
     let (w, h) = (src.width, src.height);
 
-    // Horizontal pass: pad each row by the border rule, then a dense dot product.
     let mut horizontal = Plane::new(w, h);
     let x_index: Vec<usize> = (0..w + 2 * radius)
         .map(|i| reflect_101(i as i64 - radius as i64, w))
@@ -234,20 +235,34 @@ pub fn gaussian_blur(src: &Plane, sigma: f64) -> Plane {
                 for (p, &i) in padded.iter_mut().zip(&x_index) {
                     *p = row[i];
                 }
-                for (x, v) in out.iter_mut().enumerate() {
-                    let window = &padded[x..x + kernel.len()];
-                    *v = window.iter().zip(&kernel).map(|(a, k)| a * k).sum();
+                let centre = &padded[radius..radius + w];
+                let weight = kernel[radius];
+                for (o, &v) in out.iter_mut().zip(centre) {
+                    *o = weight * v;
+                }
+                for k in 1..=radius {
+                    let left = &padded[radius - k..radius - k + w];
+                    let right = &padded[radius + k..radius + k + w];
+                    let weight = kernel[radius + k];
+                    for ((o, &a), &b) in out.iter_mut().zip(left).zip(right) {
+                        *o += weight * (a + b);
+                    }
                 }
             },
         );
 
-    // Vertical pass: accumulate whole rows so the inner loop runs along memory.
     let mut out = Plane::new(w, h);
     out.data.par_chunks_mut(w).enumerate().for_each(|(y, out_row)| {
-        for (k, &weight) in kernel.iter().enumerate() {
-            let sy = reflect_101(y as i64 + k as i64 - radius as i64, h);
-            for (o, &v) in out_row.iter_mut().zip(horizontal.row(sy)) {
-                *o += weight * v;
+        let row_at = |offset: i64| horizontal.row(reflect_101(y as i64 + offset, h));
+        let weight = kernel[radius];
+        for (o, &v) in out_row.iter_mut().zip(row_at(0)) {
+            *o = weight * v;
+        }
+        for k in 1..=radius {
+            let (up, down) = (row_at(-(k as i64)), row_at(k as i64));
+            let weight = kernel[radius + k];
+            for ((o, &a), &b) in out_row.iter_mut().zip(up).zip(down) {
+                *o += weight * (a + b);
             }
         }
     });

@@ -32,8 +32,13 @@ fn bench(c: &mut Criterion) {
     for (name, w, h) in [("basketball1.png", 640, 480), ("graf1.png", 1920, 1080)] {
         let image = input(root, name, w, h);
         let n = sift.detect_and_describe(&image).len();
-        println!("{w}x{h}: {n} keypoints, {} rayon threads", rayon::current_num_threads());
-        group.bench_function(format!("{w}x{h}"), |b| b.iter(|| sift.detect_and_describe(&image)));
+        println!(
+            "{w}x{h}: {n} keypoints, {} rayon threads",
+            rayon::current_num_threads()
+        );
+        group.bench_function(format!("{w}x{h}"), |b| {
+            b.iter(|| sift.detect_and_describe(&image))
+        });
     }
     group.finish();
 }

@@ -93,7 +93,8 @@ impl Rotation {
                 if let Some(v) = sample(image, sx, sy) {
                     pixels[y * n + x] = v.round().clamp(0.0, 255.0) as u8;
                 }
-                mask[y * n + x] = sx > BORDER - 1.0 && sy > BORDER - 1.0 && sx < w - BORDER && sy < h - BORDER;
+                mask[y * n + x] =
+                    sx > BORDER - 1.0 && sy > BORDER - 1.0 && sx < w - BORDER && sy < h - BORDER;
             }
         }
         (GrayImage::new(n, n, pixels).unwrap(), mask)
@@ -114,7 +115,14 @@ fn masked(features: &Features, width: usize, mask: &[bool]) -> Features {
     let mut keypoints = Keypoints::with_capacity(keep.len());
     let mut data = Vec::new();
     for &i in &keep {
-        keypoints.push(k.x[i], k.y[i], k.size[i], k.angle[i], k.response[i], k.octave[i]);
+        keypoints.push(
+            k.x[i],
+            k.y[i],
+            k.size[i],
+            k.angle[i],
+            k.response[i],
+            k.octave[i],
+        );
         data.extend_from_slice(features.descriptors.get(i));
     }
     Features {
@@ -143,8 +151,14 @@ fn circle_iou(p0: (f32, f32), r0: f32, p1: (f32, f32), r1: f32) -> f32 {
     } else if c + r0.min(r1) <= r0.max(r1) {
         std::f32::consts::PI * r0.min(r1).powi(2)
     } else {
-        let a0 = 2.0 * ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c)).clamp(-1.0, 1.0).acos();
-        let a1 = 2.0 * ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c)).clamp(-1.0, 1.0).acos();
+        let a0 = 2.0
+            * ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c))
+                .clamp(-1.0, 1.0)
+                .acos();
+        let a1 = 2.0
+            * ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c))
+                .clamp(-1.0, 1.0)
+                .acos();
         0.5 * r0 * r0 * (a0 - a0.sin()) + 0.5 * r1 * r1 * (a1 - a1.sin())
     };
     intersection / (std::f32::consts::PI * (r0 * r0 + r1 * r1) - intersection)
@@ -184,7 +198,11 @@ fn sift() -> SiftExtractor {
 fn detector_rotation_invariance() {
     let image = graf1();
     let sift = sift();
-    let k0 = masked(&sift.detect_and_describe(&image), image.width(), &border_mask(&image));
+    let k0 = masked(
+        &sift.detect_and_describe(&image),
+        image.width(),
+        &border_mask(&image),
+    );
     let k0 = &k0.keypoints;
     assert!(k0.len() >= 15);
     let mut failures = Vec::new();
@@ -197,7 +215,12 @@ fn detector_rotation_invariance() {
         for i in 0..k0.len() {
             let p0 = rotation.forward(k0.x[i], k0.y[i]);
             let best = (0..k1.len())
-                .map(|j| (circle_iou(p0, k0.size[i] / 2.0, (k1.x[j], k1.y[j]), k1.size[j] / 2.0), j))
+                .map(|j| {
+                    (
+                        circle_iou(p0, k0.size[i] / 2.0, (k1.x[j], k1.y[j]), k1.size[j] / 2.0),
+                        j,
+                    )
+                })
                 .fold((0.0f32, usize::MAX), |a, b| if b.0 > a.0 { b } else { a });
             if best.0 < 0.5 {
                 continue;
@@ -214,14 +237,21 @@ fn detector_rotation_invariance() {
             failures.push(angle);
         }
     }
-    assert!(failures.is_empty(), "below OpenCV's thresholds at angles {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's thresholds at angles {failures:?}"
+    );
 }
 
 #[test]
 fn descriptor_rotation_invariance() {
     let image = graf1();
     let sift = sift();
-    let f0 = masked(&sift.detect_and_describe(&image), image.width(), &border_mask(&image));
+    let f0 = masked(
+        &sift.detect_and_describe(&image),
+        image.width(),
+        &border_mask(&image),
+    );
     let k0 = &f0.keypoints;
     // Our keypoints do not carry OpenCV's packed layer, so both sides take the layer from
     // the size (OpenCV's SetSuitableSIFTOctave rule) and compare like with like.
@@ -241,7 +271,12 @@ fn descriptor_rotation_invariance() {
             .iter()
             .enumerate()
             .filter(|&(q, &t)| {
-                circle_iou((k1.x[q], k1.y[q]), k1.size[q] / 2.0, (k1.x[t], k1.y[t]), k1.size[t] / 2.0) >= 0.5
+                circle_iou(
+                    (k1.x[q], k1.y[q]),
+                    k1.size[q] / 2.0,
+                    (k1.x[t], k1.y[t]),
+                    k1.size[t] / 2.0,
+                ) >= 0.5
             })
             .count();
         let ratio = inliers as f32 / k0.len() as f32;
@@ -250,7 +285,10 @@ fn descriptor_rotation_invariance() {
             failures.push(angle);
         }
     }
-    assert!(failures.is_empty(), "below OpenCV's 0.98 at angles {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's 0.98 at angles {failures:?}"
+    );
 }
 
 /// Bilinear resize by 1/scale with OpenCV's pixel-centre mapping and replicated border.
@@ -281,14 +319,26 @@ fn descriptor_scale_invariance() {
         let small = downscale(&image, scale);
         let mut k1 = Keypoints::with_capacity(k0.len());
         for i in 0..k0.len() {
-            k1.push(k0.x[i] / scale, k0.y[i] / scale, k0.size[i] / scale, k0.angle[i], 0.0, 0);
+            k1.push(
+                k0.x[i] / scale,
+                k0.y[i] / scale,
+                k0.size[i] / scale,
+                k0.angle[i],
+                0.0,
+                0,
+            );
         }
         let d1 = sift.describe_frames(&small, &k1).unwrap();
         let inliers = nearest(&f0.descriptors, &d1)
             .iter()
             .enumerate()
             .filter(|&(q, &t)| {
-                circle_iou((k0.x[q], k0.y[q]), k0.size[q] / 2.0, (k0.x[t], k0.y[t]), k0.size[t] / 2.0) >= 0.5
+                circle_iou(
+                    (k0.x[q], k0.y[q]),
+                    k0.size[q] / 2.0,
+                    (k0.x[t], k0.y[t]),
+                    k0.size[t] / 2.0,
+                ) >= 0.5
             })
             .count();
         let ratio = inliers as f32 / k0.len() as f32;
@@ -297,5 +347,8 @@ fn descriptor_scale_invariance() {
             failures.push(scale);
         }
     }
-    assert!(failures.is_empty(), "below OpenCV's 0.78 at scales {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's 0.78 at scales {failures:?}"
+    );
 }

@@ -24,7 +24,9 @@ struct LoweKeypoint {
 }
 
 fn data(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn read_lowe(path: &Path) -> Vec<LoweKeypoint> {
@@ -90,8 +92,11 @@ fn descriptors_at_lowes_frames_match_lowes_descriptors() {
         .map(|(k, d)| norm(k.descriptor.iter().zip(d).map(|(a, &b)| a - b as f32)))
         .sum::<f32>()
         / lowe.len() as f32;
-    let mean_norm =
-        lowe.iter().map(|k| norm(k.descriptor.iter().copied())).sum::<f32>() / lowe.len() as f32;
+    let mean_norm = lowe
+        .iter()
+        .map(|k| norm(k.descriptor.iter().copied()))
+        .sum::<f32>()
+        / lowe.len() as f32;
     let error = mean_diff / mean_norm;
     println!(
         "box.pgm, {} Lowe frames: mean ||d_lowe - d|| / mean ||d_lowe|| = {error:.4} (VLFeat bound 0.1)",
@@ -147,5 +152,8 @@ fn detected_frames_are_near_lowes_frames() {
         kp.len(),
         lowe.len()
     );
-    assert!(quantile_80 < 1.0, "80th percentile distance {quantile_80} >= 1");
+    assert!(
+        quantile_80 < 1.0,
+        "80th percentile distance {quantile_80} >= 1"
+    );
 }

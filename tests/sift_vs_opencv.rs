@@ -105,8 +105,15 @@ fn most_opencv_keypoints_are_found_with_the_same_size() {
             ours.len(),
             100.0 * ratio
         );
-        assert!(theirs.len() > 100, "OpenCV found only {} keypoints", theirs.len());
-        assert!(ratio >= 0.9, "{name}: only {ratio} of OpenCV's keypoints found");
+        assert!(
+            theirs.len() > 100,
+            "OpenCV found only {} keypoints",
+            theirs.len()
+        );
+        assert!(
+            ratio >= 0.9,
+            "{name}: only {ratio} of OpenCV's keypoints found"
+        );
     }
 }
 
@@ -146,7 +153,13 @@ fn graf1_to_graf3_correct_matches_at_least_opencvs() {
     let ours = count(&files[0].0, &files[1].0);
     let theirs = count(&files[0].1, &files[1].1);
     println!("graf1 -> graf3: ours {ours}, OpenCV {theirs}");
-    let (ours, theirs) = (ours["correct"].as_u64().unwrap(), theirs["correct"].as_u64().unwrap());
+    let (ours, theirs) = (
+        ours["correct"].as_u64().unwrap(),
+        theirs["correct"].as_u64().unwrap(),
+    );
     assert!(theirs > 50, "OpenCV found only {theirs} correct matches");
-    assert!(ours >= theirs, "ours {ours} < OpenCV's {theirs} correct matches");
+    assert!(
+        ours >= theirs,
+        "ours {ours} < OpenCV's {theirs} correct matches"
+    );
 }

@@ -72,8 +72,8 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
             let (r0, c0, o0) = (rbin.floor(), cbin.floor(), obin.floor());
             let (fr, fc, fo) = (rbin - r0, cbin - c0, obin - o0);
             let o0 = (o0 as i64).rem_euclid(N as i64) as usize;
-            let base = (((r0 as i64 + 1) as usize * (D + 2) + (c0 as i64 + 1) as usize) * (N + 2))
-                + o0;
+            let base =
+                (((r0 as i64 + 1) as usize * (D + 2) + (c0 as i64 + 1) as usize) * (N + 2)) + o0;
             for (dr, wr) in [(0, 1.0 - fr), (1, fr)] {
                 for (dc, wc) in [(0, 1.0 - fc), (1, fc)] {
                     for (dor, wo) in [(0, 1.0 - fo), (1, fo)] {

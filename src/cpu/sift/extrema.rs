@@ -39,13 +39,19 @@ pub fn find_candidates(dog: &[Vec<Plane>], n_layers: usize, threshold: f32) -> V
     jobs.par_iter()
         .flat_map_iter(|&(octave, layer, row)| {
             let planes = &dog[octave];
-            row_candidates(&planes[layer - 1], &planes[layer], &planes[layer + 1], row, threshold)
-                .map(move |col| Candidate {
-                    octave,
-                    layer,
-                    row,
-                    col,
-                })
+            row_candidates(
+                &planes[layer - 1],
+                &planes[layer],
+                &planes[layer + 1],
+                row,
+                threshold,
+            )
+            .map(move |col| Candidate {
+                octave,
+                layer,
+                row,
+                col,
+            })
         })
         .collect()
 }

@@ -68,8 +68,7 @@ impl SiftExtractor {
 
     fn detect(&self, space: &ScaleSpace) -> Vec<OctaveKeypoint> {
         let n_layers = self.config.n_octave_layers as usize;
-        let threshold =
-            extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
+        let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
         let params = RefineParams {
             n_layers,
             contrast_threshold: self.config.contrast_threshold as f32,

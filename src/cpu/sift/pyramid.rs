@@ -84,10 +84,14 @@ pub fn layer_sigmas(sigma: f64, n_layers: usize) -> Vec<f64> {
 pub fn base_image(image: &GrayImage, sigma: f64, upscale: bool) -> Plane {
     let plane = Plane::from_gray(image);
     if upscale {
-        let blur = (sigma * sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA).max(0.01).sqrt();
+        let blur = (sigma * sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA)
+            .max(0.01)
+            .sqrt();
         gaussian_blur(&upsample_2x(&plane), blur)
     } else {
-        let blur = (sigma * sigma - INITIAL_SIGMA * INITIAL_SIGMA).max(0.01).sqrt();
+        let blur = (sigma * sigma - INITIAL_SIGMA * INITIAL_SIGMA)
+            .max(0.01)
+            .sqrt();
         gaussian_blur(&plane, blur)
     }
 }
@@ -119,7 +123,12 @@ impl ScaleSpace {
         }
         let dog = gaussian
             .par_iter()
-            .map(|layers| layers.windows(2).map(|w| difference(&w[1], &w[0])).collect())
+            .map(|layers| {
+                layers
+                    .windows(2)
+                    .map(|w| difference(&w[1], &w[0]))
+                    .collect()
+            })
             .collect();
         Self {
             gaussian,
@@ -224,48 +233,47 @@ pub fn gaussian_blur(src: &Plane, sigma: f64) -> Plane {
     let x_index: Vec<usize> = (0..w + 2 * radius)
         .map(|i| reflect_101(i as i64 - radius as i64, w))
         .collect();
-    horizontal
-        .data
-        .par_chunks_mut(w)
-        .enumerate()
-        .for_each_init(
-            || vec![0f32; w + 2 * radius],
-            |padded, (y, out)| {
-                let row = src.row(y);
-                for (p, &i) in padded.iter_mut().zip(&x_index) {
-                    *p = row[i];
+    horizontal.data.par_chunks_mut(w).enumerate().for_each_init(
+        || vec![0f32; w + 2 * radius],
+        |padded, (y, out)| {
+            let row = src.row(y);
+            for (p, &i) in padded.iter_mut().zip(&x_index) {
+                *p = row[i];
+            }
+            let centre = &padded[radius..radius + w];
+            let weight = kernel[radius];
+            for (o, &v) in out.iter_mut().zip(centre) {
+                *o = weight * v;
+            }
+            for k in 1..=radius {
+                let left = &padded[radius - k..radius - k + w];
+                let right = &padded[radius + k..radius + k + w];
+                let weight = kernel[radius + k];
+                for ((o, &a), &b) in out.iter_mut().zip(left).zip(right) {
+                    *o += weight * (a + b);
                 }
-                let centre = &padded[radius..radius + w];
-                let weight = kernel[radius];
-                for (o, &v) in out.iter_mut().zip(centre) {
-                    *o = weight * v;
-                }
-                for k in 1..=radius {
-                    let left = &padded[radius - k..radius - k + w];
-                    let right = &padded[radius + k..radius + k + w];
-                    let weight = kernel[radius + k];
-                    for ((o, &a), &b) in out.iter_mut().zip(left).zip(right) {
-                        *o += weight * (a + b);
-                    }
-                }
-            },
-        );
+            }
+        },
+    );
 
     let mut out = Plane::new(w, h);
-    out.data.par_chunks_mut(w).enumerate().for_each(|(y, out_row)| {
-        let row_at = |offset: i64| horizontal.row(reflect_101(y as i64 + offset, h));
-        let weight = kernel[radius];
-        for (o, &v) in out_row.iter_mut().zip(row_at(0)) {
-            *o = weight * v;
-        }
-        for k in 1..=radius {
-            let (up, down) = (row_at(-(k as i64)), row_at(k as i64));
-            let weight = kernel[radius + k];
-            for ((o, &a), &b) in out_row.iter_mut().zip(up).zip(down) {
-                *o += weight * (a + b);
+    out.data
+        .par_chunks_mut(w)
+        .enumerate()
+        .for_each(|(y, out_row)| {
+            let row_at = |offset: i64| horizontal.row(reflect_101(y as i64 + offset, h));
+            let weight = kernel[radius];
+            for (o, &v) in out_row.iter_mut().zip(row_at(0)) {
+                *o = weight * v;
             }
-        }
-    });
+            for k in 1..=radius {
+                let (up, down) = (row_at(-(k as i64)), row_at(k as i64));
+                let weight = kernel[radius + k];
+                for ((o, &a), &b) in out_row.iter_mut().zip(up).zip(down) {
+                    *o += weight * (a + b);
+                }
+            }
+        });
     out
 }
 

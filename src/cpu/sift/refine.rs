@@ -53,10 +53,10 @@ fn derivatives(prev: &Plane, img: &Plane, next: &Plane, r: usize, c: usize) -> D
     let dxy = (img.at(c + 1, r + 1) - img.at(c - 1, r + 1) - img.at(c + 1, r - 1)
         + img.at(c - 1, r - 1))
         * cross;
-    let dxs = (next.at(c + 1, r) - next.at(c - 1, r) - prev.at(c + 1, r) + prev.at(c - 1, r))
-        * cross;
-    let dys = (next.at(c, r + 1) - next.at(c, r - 1) - prev.at(c, r + 1) + prev.at(c, r - 1))
-        * cross;
+    let dxs =
+        (next.at(c + 1, r) - next.at(c - 1, r) - prev.at(c + 1, r) + prev.at(c - 1, r)) * cross;
+    let dys =
+        (next.at(c, r + 1) - next.at(c, r - 1) - prev.at(c, r + 1) + prev.at(c, r - 1)) * cross;
     Derivatives {
         gradient: [dx, dy, ds],
         hessian: [[dxx, dxy, dxs], [dxy, dyy, dys], [dxs, dys, dss]],
@@ -75,10 +75,11 @@ pub fn solve3(mut a: [[f32; 3]; 3], mut b: [f32; 3]) -> [f32; 3] {
         }
         a.swap(k, pivot);
         b.swap(k, pivot);
+        let pivot_row = a[k];
         for i in k + 1..3 {
-            let f = a[i][k] / a[k][k];
-            for j in k..3 {
-                a[i][j] -= f * a[k][j];
+            let f = a[i][k] / pivot_row[k];
+            for (v, p) in a[i][k..].iter_mut().zip(&pivot_row[k..]) {
+                *v -= f * p;
             }
             b[i] -= f * b[k];
         }
@@ -107,11 +108,18 @@ pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Opt
             break;
         }
         // Far-off solutions (flat DoG) would overflow the integer step.
-        if offset.iter().any(|v| !v.is_finite() || v.abs() > (i32::MAX / 3) as f32) {
+        if offset
+            .iter()
+            .any(|v| !v.is_finite() || v.abs() > (i32::MAX / 3) as f32)
+        {
             return None;
         }
         let step = |p: usize, v: f32| p as i64 + v.round() as i64;
-        let (nc, nr, nl) = (step(c, offset[0]), step(r, offset[1]), step(layer, offset[2]));
+        let (nc, nr, nl) = (
+            step(c, offset[0]),
+            step(r, offset[1]),
+            step(layer, offset[2]),
+        );
         let border = IMAGE_BORDER as i64;
         if nl < 1
             || nl > n as i64
@@ -206,7 +214,10 @@ mod tests {
             col: 10,
         };
         let e = refine(&dog, c, &PARAMS).expect("a clean peak is kept");
-        assert!((e.x - 10.3).abs() < 1e-3 && (e.y - 9.8).abs() < 1e-3, "{e:?}");
+        assert!(
+            (e.x - 10.3).abs() < 1e-3 && (e.y - 9.8).abs() < 1e-3,
+            "{e:?}"
+        );
         assert!((e.scale - 1.6 * 2f32.powf(1.2)).abs() < 1e-3, "{e:?}");
         assert!((e.response - 200.0 / 255.0).abs() < 1e-3, "{e:?}");
     }
@@ -224,9 +235,8 @@ mod tests {
             col: 10,
         };
         assert!(refine(&ridge, c, &PARAMS).is_none());
-        let weak = sampled(|x, y, s| {
-            5.0 - (x - 10.0).powi(2) - (y - 10.0).powi(2) - (s - 1.0).powi(2)
-        });
+        let weak =
+            sampled(|x, y, s| 5.0 - (x - 10.0).powi(2) - (y - 10.0).powi(2) - (s - 1.0).powi(2));
         assert!(refine(&weak, c, &PARAMS).is_none());
     }
 }

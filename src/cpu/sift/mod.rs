@@ -231,3 +231,94 @@ impl Extractor for SiftExtractor {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn box_image() -> GrayImage {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/box.pgm");
+        GrayImage::open(&path).unwrap()
+    }
+
+    #[test]
+    fn max_features_keeps_the_strongest() {
+        let image = box_image();
+        let all = SiftExtractor::new(SiftConfig::default())
+            .unwrap()
+            .detect_and_describe(&image);
+        let limited = SiftExtractor::new(SiftConfig {
+            max_features: 100,
+            ..SiftConfig::default()
+        })
+        .unwrap()
+        .detect_and_describe(&image);
+        assert_eq!(limited.len(), 100);
+        assert_eq!(limited.descriptors.len(), 100);
+        let mut responses = all.keypoints.response.clone();
+        responses.sort_by(|a, b| b.total_cmp(a));
+        let weakest_kept = limited
+            .keypoints
+            .response
+            .iter()
+            .copied()
+            .fold(f32::MAX, f32::min);
+        assert_eq!(weakest_kept, responses[99]);
+    }
+
+    #[test]
+    fn outputs_follow_opencv_conventions() {
+        let image = box_image();
+        let f = SiftExtractor::new(SiftConfig::default())
+            .unwrap()
+            .detect_and_describe(&image);
+        let k = &f.keypoints;
+        assert_eq!(f.descriptors.kind, DescriptorKind::Sift128U8);
+        assert_eq!(f.descriptors.len(), k.len());
+        for i in 0..k.len() {
+            assert!((0.0..360.0).contains(&k.angle[i]), "angle {}", k.angle[i]);
+            assert!(k.x[i] >= 0.0 && k.x[i] < image.width() as f32);
+            assert!(k.y[i] >= 0.0 && k.y[i] < image.height() as f32);
+            // Octave -1 holds sizes 2 * 1.6 * 2^(-1 + [1, 4)/3) at most.
+            assert!(k.octave[i] >= -1);
+            let octave_of_size = ((k.size[i] / 1.6).log2() - 1.0).floor() as i32;
+            assert!(
+                (octave_of_size - k.octave[i]).abs() <= 1,
+                "size {} octave {}",
+                k.size[i],
+                k.octave[i]
+            );
+        }
+        assert!(k.octave.contains(&-1), "the upscaled octave contributes");
+    }
+
+    #[test]
+    fn bad_frames_are_errors_not_panics() {
+        let image = box_image();
+        let sift = SiftExtractor::new(SiftConfig::default()).unwrap();
+        for (x, y, size) in [
+            (f32::NAN, 5.0, 3.0),
+            (5.0, 5.0, 0.0),
+            (1e30, 5.0, 3.0),
+            (5.0, 5.0, 1e9),
+        ] {
+            let mut frames = Keypoints::default();
+            frames.push(x, y, size, 0.0, 0.0, 0);
+            assert!(
+                sift.describe_frames(&image, &frames).is_err(),
+                "{x} {y} {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn tiny_images_give_no_features() {
+        for (w, h) in [(1, 1), (3, 2), (12, 9)] {
+            let image = GrayImage::new(w, h, vec![128; w * h]).unwrap();
+            let f = SiftExtractor::new(SiftConfig::default())
+                .unwrap()
+                .detect_and_describe(&image);
+            assert!(f.is_empty());
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! keypoint's rotated y axis, orientation bins counter-clockwise (y up) from the
 //! keypoint's direction — OpenCV's layout, so descriptors compare with OpenCV's.
 
+use super::fastmath::atan2_degrees;
 use super::pyramid::Plane;
 
 pub const SPATIAL_BINS: usize = 4;
@@ -66,7 +67,7 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
             let dy = image.at(c, r - 1) - image.at(c, r + 1);
             let weight = ((c_rot * c_rot + r_rot * r_rot) * exp_scale).exp();
             let magnitude = dx.hypot(dy) * weight;
-            let gradient_angle = dy.atan2(dx).to_degrees().rem_euclid(360.0);
+            let gradient_angle = atan2_degrees(dy, dx);
             let obin = (gradient_angle - ori) * bins_per_degree;
 
             let (r0, c0, o0) = (rbin.floor(), cbin.floor(), obin.floor());

@@ -17,6 +17,7 @@
 
 pub mod descriptor;
 pub mod extrema;
+pub mod fastmath;
 pub mod orientation;
 pub mod pyramid;
 pub mod refine;

@@ -6,6 +6,7 @@
 //! angle is OpenCV's keypoint angle `360 - histogram angle`, i.e. degrees measured
 //! clockwise on screen (y down) from the x axis, in `[0, 360)`.
 
+use super::fastmath::atan2_degrees;
 use super::pyramid::Plane;
 
 pub const BINS: usize = 36;
@@ -41,7 +42,7 @@ pub fn histogram(image: &Plane, x: usize, y: usize, scale: f32) -> [f32; BINS] {
             let dx = image.at(px + 1, py) - image.at(px - 1, py);
             let dy = image.at(px, py - 1) - image.at(px, py + 1);
             let weight = (((i * i + j * j) as f32) * exp_scale).exp();
-            let degrees = dy.atan2(dx).to_degrees().rem_euclid(360.0);
+            let degrees = atan2_degrees(dy, dx);
             let bin = round_i(degrees * BINS as f32 / 360.0).rem_euclid(BINS as i64) as usize;
             raw[bin] += weight * dx.hypot(dy);
         }

@@ -59,7 +59,8 @@ def correct(args):
     matcher = cv2.BFMatcher(cv2.NORM_L2)
     pairs = matcher.knnMatch(da, db, k=2)
     good = [m for m, n in (p for p in pairs if len(p) == 2) if m.distance < 0.8 * n.distance]
-    result = {"ratio_matches": len(good), "inliers": 0, "correct": 0}
+    # truth_correct: ratio matches within 3 px of the ground truth, RANSAC aside.
+    result = {"ratio_matches": len(good), "truth_correct": 0, "inliers": 0, "correct": 0}
     if len(good) >= 4:
         src = np.float32([pa[m.queryIdx] for m in good]).reshape(-1, 1, 2)
         dst = np.float32([pb[m.trainIdx] for m in good]).reshape(-1, 1, 2)
@@ -68,6 +69,7 @@ def correct(args):
         inliers = mask.ravel().astype(bool)
         projected = cv2.perspectiveTransform(src, truth).reshape(-1, 2)
         error = np.linalg.norm(projected - dst.reshape(-1, 2), axis=1)
+        result["truth_correct"] = int((error <= 3.0).sum())
         result["inliers"] = int(inliers.sum())
         result["correct"] = int((inliers & (error <= 3.0)).sum())
     json.dump(result, sys.stdout)

@@ -70,7 +70,7 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
             let gradient_angle = atan2_degrees(dy, dx);
             let obin = (gradient_angle - ori) * bins_per_degree;
 
-            let (r0, c0, o0) = (rbin.floor(), cbin.floor(), obin.floor());
+            let (r0, c0, o0) = (floor(rbin), floor(cbin), floor(obin));
             let (fr, fc, fo) = (rbin - r0, cbin - c0, obin - o0);
             let o0 = (o0 as i64).rem_euclid(N as i64) as usize;
             let base =
@@ -97,6 +97,17 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
         }
     }
     out
+}
+
+/// `v.floor()` without the libm call that baseline x86-64 (no SSE4.1) makes of it.
+#[inline]
+fn floor(v: f32) -> f32 {
+    let t = v as i32 as f32;
+    if t > v {
+        t - 1.0
+    } else {
+        t
+    }
 }
 
 /// Clamps every bin at 0.2 of the norm and renormalises to unit L2 norm (Lowe's

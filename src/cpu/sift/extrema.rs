@@ -68,19 +68,21 @@ fn row_candidates<'a>(
 ) -> impl Iterator<Item = usize> + 'a {
     let w = current.width;
     let centre = current.row(row);
-    let (start, end) = (
-        IMAGE_BORDER,
-        w.saturating_sub(IMAGE_BORDER).max(IMAGE_BORDER),
-    );
+    let (start, end) = (IMAGE_BORDER, w.saturating_sub(IMAGE_BORDER));
     // Cheap, vectorisable first cut on the row alone: above threshold and an extremum
     // of its left and right neighbours. Most pixels fail it.
-    let survivors: Vec<bool> = centre[start - 1..end + 1]
-        .windows(3)
-        .map(|t| {
-            let v = t[1];
-            (v > threshold && v >= t[0] && v >= t[2]) | (v < -threshold && v <= t[0] && v <= t[2])
-        })
-        .collect();
+    let survivors: Vec<bool> = if end > start {
+        centre[start - 1..end + 1]
+            .windows(3)
+            .map(|t| {
+                let v = t[1];
+                (v > threshold && v >= t[0] && v >= t[2])
+                    | (v < -threshold && v <= t[0] && v <= t[2])
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     // The 3x3x3 block as nine row slices (the centre compares with itself, harmlessly).
     let rows: [&[f32]; 9] = [below, current, above]
         .map(|plane| [plane.row(row - 1), plane.row(row), plane.row(row + 1)])

@@ -313,9 +313,11 @@ mod tests {
     }
 
     #[test]
-    fn tiny_images_give_no_features() {
-        for (w, h) in [(1, 1), (3, 2), (12, 9)] {
-            let image = GrayImage::new(w, h, vec![128; w * h]).unwrap();
+    fn thin_and_tiny_images_give_no_features() {
+        for (w, h) in [(1, 1), (3, 2), (12, 9), (3, 400), (400, 3), (8, 300)] {
+            // Texture, so that a tall thin image still has extrema candidates to test.
+            let pixels = (0..w * h).map(|i| ((i * 37) % 251) as u8).collect();
+            let image = GrayImage::new(w, h, pixels).unwrap();
             let f = SiftExtractor::new(SiftConfig::default())
                 .unwrap()
                 .detect_and_describe(&image);

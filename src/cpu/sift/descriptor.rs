@@ -66,7 +66,7 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
             let dx = image.at(c + 1, r) - image.at(c - 1, r);
             let dy = image.at(c, r - 1) - image.at(c, r + 1);
             let weight = ((c_rot * c_rot + r_rot * r_rot) * exp_scale).exp();
-            let magnitude = dx.hypot(dy) * weight;
+            let magnitude = (dx * dx + dy * dy).sqrt() * weight;
             let gradient_angle = atan2_degrees(dy, dx);
             let obin = (gradient_angle - ori) * bins_per_degree;
 

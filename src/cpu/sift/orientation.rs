@@ -44,7 +44,7 @@ pub fn histogram(image: &Plane, x: usize, y: usize, scale: f32) -> [f32; BINS] {
             let weight = (((i * i + j * j) as f32) * exp_scale).exp();
             let degrees = atan2_degrees(dy, dx);
             let bin = round_i(degrees * BINS as f32 / 360.0).rem_euclid(BINS as i64) as usize;
-            raw[bin] += weight * dx.hypot(dy);
+            raw[bin] += weight * (dx * dx + dy * dy).sqrt();
         }
     }
     let at = |i: i64| raw[i.rem_euclid(BINS as i64) as usize];

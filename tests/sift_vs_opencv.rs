@@ -1,7 +1,8 @@
 //! The CPU SIFT against OpenCV's SIFT (the peer `tests/peer/opencv_sift.py`, run with the
 //! project's venv). Both see the same grey pixels: we write our grey image to a PGM.
 //! - keypoints: >= 90 % of OpenCV's keypoints have one of ours within 1 px with a size
-//!   within 20 %;
+//!   within 20 %; beyond the bar, >= 99 % have one at the same frame (0.01 px, 1 %
+//!   size, 0.5 degrees) whose descriptor differs by < 0.5 % (relative L2);
 //! - graf1 -> graf3: our correct matches >= OpenCV's under one matching policy (the peer's
 //!   `correct`: L2, ratio 0.8, RANSAC 3 px, ground truth H1to3p.xml within 3 px).
 
@@ -162,9 +163,14 @@ fn most_opencv_keypoints_are_found_with_the_same_size() {
             100.0 * share,
             100.0 * difference
         );
-        // Same frame, same gradients: only float rounding may separate the descriptors.
+        // The same algorithm: nearly every frame identical, descriptors apart only by
+        // float rounding.
         assert!(
-            difference < 0.02,
+            share >= 0.99,
+            "{name}: only {share} of OpenCV's frames reproduced"
+        );
+        assert!(
+            difference < 0.005,
             "{name}: descriptors differ by {difference}"
         );
     }

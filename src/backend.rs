@@ -47,10 +47,9 @@ fn cuda_extractor(_config: &Config) -> Result<Box<dyn Extractor>> {
 fn cpu_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
     match config.algorithm {
         Algorithm::Orb => Ok(Box::new(cpu::orb::OrbExtractor::new(config.orb.clone())?)),
-        Algorithm::Sift => Err(Error::InvalidParameter {
-            name: "algorithm".into(),
-            reason: "sift is not available yet".into(),
-        }),
+        Algorithm::Sift => Ok(Box::new(cpu::sift::SiftExtractor::new(
+            config.sift.clone(),
+        )?)),
     }
 }
 

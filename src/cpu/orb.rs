@@ -1,29 +1,358 @@
-//! PLACEHOLDER: replaced by the ORB reference (helper orb-cpu).
-use crate::config::OrbConfig;
-use crate::error::Result;
+//! The CPU reference ORB extractor: docs/orb-reference.md, stage by stage.
+//!
+//! Buffers live in the extractor and are reused while frames keep their size.
+//! The pyramid is built level after level (each level is resized from the one
+//! before); as soon as a level exists, its detection and description run as a
+//! rayon task beside the resizing of the next one.
+
+use crate::config::{Distribution, OrbConfig, OrbScore};
+use crate::error::{Error, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
-use crate::types::Features;
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
+use super::blur::gaussian_blur;
+use super::brief::{describe, steering, DESCRIPTOR_BYTES, PATTERN_REACH};
+use super::candidates::{
+    apply_cell_thresholds, apply_threshold, local_maxima, Candidate, DetectionArea, Grid,
+};
+use super::fast::score_map;
+use super::harris::{harris_key, harris_response};
+use super::orientation::{angle_degrees, intensity_centroid};
+use super::pyramid::{level_geometry, resize, resize_taps, LevelGeometry, ResizeTaps, RowCache};
+use super::select::{by_key, by_score, keep_first, keep_grid, level_quotas};
+
+/// A keypoint of one level, in level pixels, before scaling to the input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelKeypoint {
+    pub x: u32,
+    pub y: u32,
+    pub angle: f32,
+    pub response: f32,
+}
+
+/// One level's buffers and results, kept between frames of one size.
+struct LevelWork {
+    index: usize,
+    geometry: LevelGeometry,
+    quota: usize,
+    area: Option<DetectionArea>,
+    grid: Option<Grid>,
+    scores: Vec<u8>,
+    smoothed: Vec<u8>,
+    blur_rows: Vec<u16>,
+    candidates: Vec<Candidate>,
+    cell_strong: Vec<bool>,
+    keypoints: Vec<LevelKeypoint>,
+    descriptors: Vec<u8>,
+}
+
+struct Level {
+    /// The level's pixels; empty for level 0, which is the input itself.
+    image: Vec<u8>,
+    /// Resize taps from the previous level (level 0 has none).
+    taps: Option<(ResizeTaps, ResizeTaps)>,
+    row_cache: RowCache,
+    work: LevelWork,
+}
+
+/// What one level holds after [`OrbExtractor::extract`], for stage-by-stage
+/// comparisons with another backend.
+pub struct LevelView<'a> {
+    pub geometry: LevelGeometry,
+    /// The level's pixels (`None` for level 0: the input image).
+    pub image: Option<&'a [u8]>,
+    /// FAST scores at `min_fast_threshold`, one per pixel.
+    pub scores: &'a [u8],
+    /// The smoothed level; empty when the level has no keypoint.
+    pub smoothed: &'a [u8],
+    pub keypoints: &'a [LevelKeypoint],
+    /// `DESCRIPTOR_BYTES` per keypoint.
+    pub descriptors: &'a [u8],
+}
+
+/// ORB on the CPU, exactly as docs/orb-reference.md specifies.
 pub struct OrbExtractor {
-    _config: OrbConfig,
+    config: OrbConfig,
+    size: Option<(usize, usize)>,
+    levels: Vec<Level>,
 }
 
 impl OrbExtractor {
     pub fn new(config: OrbConfig) -> Result<Self> {
         config.validate()?;
-        Ok(Self { _config: config })
+        Ok(Self {
+            config,
+            size: None,
+            levels: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &OrbConfig {
+        &self.config
+    }
+
+    /// Sizes every buffer for `width x height`; nothing happens for the same size.
+    fn prepare(&mut self, width: usize, height: usize) {
+        if self.size == Some((width, height)) {
+            return;
+        }
+        let c = &self.config;
+        let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
+        let quotas = level_quotas(c.n_features, c.n_levels, c.scale_factor);
+        let edge = c.edge_threshold as usize;
+        self.levels = geometry
+            .iter()
+            .zip(quotas)
+            .enumerate()
+            .map(|(l, (&g, quota))| {
+                let area = DetectionArea::new(g.width, g.height, edge);
+                let taps = (l > 0).then(|| {
+                    let previous = geometry[l - 1];
+                    (
+                        resize_taps(previous.width, g.width),
+                        resize_taps(previous.height, g.height),
+                    )
+                });
+                Level {
+                    image: vec![0; if l == 0 { 0 } else { g.width * g.height }],
+                    taps,
+                    row_cache: RowCache::default(),
+                    work: LevelWork {
+                        index: l,
+                        geometry: g,
+                        quota,
+                        area,
+                        grid: match c.distribution {
+                            Distribution::Grid => {
+                                area.map(|a| Grid::new(a, c.grid_cell_size as usize))
+                            }
+                            Distribution::TopResponse => None,
+                        },
+                        scores: vec![0; g.width * g.height],
+                        smoothed: Vec::new(),
+                        blur_rows: Vec::new(),
+                        candidates: Vec::new(),
+                        cell_strong: Vec::new(),
+                        keypoints: Vec::new(),
+                        descriptors: Vec::new(),
+                    },
+                }
+            })
+            .collect();
+        self.size = Some((width, height));
+    }
+
+    /// Builds the pyramid of `input` and runs `per_level(level pixels, work)` on
+    /// each level as a rayon task, as soon as that level exists.
+    fn for_each_level<F>(&mut self, input: &[u8], per_level: F)
+    where
+        F: Fn(&[u8], &mut LevelWork) + Sync,
+    {
+        let per_level = &per_level;
+        rayon::scope(|scope| {
+            let mut previous: (&[u8], usize) = (input, 0);
+            for level in self.levels.iter_mut() {
+                let Level {
+                    image,
+                    taps,
+                    row_cache,
+                    work,
+                } = level;
+                let pixels: &[u8] = match taps {
+                    Some((x_taps, y_taps)) => {
+                        resize(previous.0, previous.1, image, x_taps, y_taps, row_cache);
+                        image
+                    }
+                    None => input,
+                };
+                previous = (pixels, work.geometry.width);
+                scope.spawn(move |_| per_level(pixels, work));
+            }
+        });
+    }
+
+    /// Stage results of level `l` after the last [`Extractor::extract`].
+    pub fn level(&self, l: usize) -> Option<LevelView<'_>> {
+        self.levels.get(l).map(|level| LevelView {
+            geometry: level.work.geometry,
+            image: level.taps.as_ref().map(|_| &level.image[..]),
+            scores: &level.work.scores,
+            smoothed: &level.work.smoothed,
+            keypoints: &level.work.keypoints,
+            descriptors: &level.work.descriptors,
+        })
+    }
+
+    /// Descriptors at given keypoints (`octave` = level, `x`, `y` in input pixels,
+    /// `angle` in degrees): the level position is `round_half_even(x / scale)`, and
+    /// the steering is `(cos, sin)` of the angle in f64. Used to compare with
+    /// OpenCV's descriptors at OpenCV's own keypoints.
+    pub fn describe_at(&mut self, image: &GrayImage, keypoints: &Keypoints) -> Result<Descriptors> {
+        self.prepare(image.width(), image.height());
+        let n_levels = self.levels.len();
+        let mut placed = Vec::with_capacity(keypoints.len());
+        for i in 0..keypoints.len() {
+            let invalid = |reason: String| Error::InvalidKeypoint { index: i, reason };
+            let octave = keypoints.octave[i];
+            let level = usize::try_from(octave)
+                .ok()
+                .filter(|&l| l < n_levels)
+                .ok_or_else(|| invalid(format!("octave {octave} is not a level 0..{n_levels}")))?;
+            let g = self.levels[level].work.geometry;
+            let (x, y, angle) = (keypoints.x[i], keypoints.y[i], keypoints.angle[i]);
+            let to_level = |v: f32, side: usize| {
+                let p = (f64::from(v) / g.scale).round_ties_even();
+                (p >= PATTERN_REACH as f64 && p + (PATTERN_REACH as f64) < side as f64)
+                    .then_some(p as usize)
+            };
+            let (Some(lx), Some(ly)) = (to_level(x, g.width), to_level(y, g.height)) else {
+                return Err(invalid(format!(
+                    "({x}, {y}) on level {level} ({}x{}) is not {PATTERN_REACH} pixels inside the level",
+                    g.width, g.height
+                )));
+            };
+            if !angle.is_finite() {
+                return Err(invalid(format!("angle {angle} is not finite")));
+            }
+            let radians = f64::from(angle).to_radians();
+            placed.push((level, lx, ly, (radians.cos(), radians.sin())));
+        }
+        let placed = &placed;
+        self.for_each_level(image.data(), |pixels, work| {
+            if placed.iter().any(|p| p.0 == work.index) {
+                work.smooth(pixels);
+            }
+        });
+        let mut data = vec![0u8; keypoints.len() * DESCRIPTOR_BYTES];
+        for (out, &(level, x, y, steer)) in data.chunks_exact_mut(DESCRIPTOR_BYTES).zip(placed) {
+            let work = &self.levels[level].work;
+            out.copy_from_slice(&describe(&work.smoothed, work.geometry.width, x, y, steer));
+        }
+        Ok(Descriptors {
+            kind: DescriptorKind::Orb256,
+            data,
+        })
+    }
+}
+
+impl LevelWork {
+    fn smooth(&mut self, pixels: &[u8]) {
+        self.smoothed.resize(pixels.len(), 0);
+        gaussian_blur(
+            pixels,
+            self.geometry.width,
+            &mut self.smoothed,
+            &mut self.blur_rows,
+        );
+    }
+
+    /// Detection and description of one level (docs/orb-reference.md §2-§7).
+    fn detect_and_describe(&mut self, pixels: &[u8], config: &OrbConfig) {
+        self.keypoints.clear();
+        self.descriptors.clear();
+        let Some(area) = self.area else {
+            return;
+        };
+        let width = self.geometry.width;
+        let fast_threshold = config.fast_threshold as u8;
+        score_map(
+            pixels,
+            width,
+            config.min_fast_threshold as u8,
+            &mut self.scores,
+        );
+        local_maxima(&self.scores, width, &area, &mut self.candidates);
+        let candidates = &mut self.candidates;
+        let rank_by_harris = config.score == OrbScore::Harris;
+        let harris =
+            |c: &mut Candidate| c.key = harris_key(pixels, width, c.x as usize, c.y as usize);
+        match &self.grid {
+            None => {
+                apply_threshold(candidates, fast_threshold);
+                if rank_by_harris {
+                    // OpenCV keeps twice the quota by FAST score before Harris.
+                    keep_first(candidates, 2 * self.quota, by_score);
+                    candidates.iter_mut().for_each(harris);
+                    keep_first(candidates, self.quota, by_key);
+                } else {
+                    keep_first(candidates, self.quota, by_score);
+                }
+            }
+            Some(grid) => {
+                apply_cell_thresholds(candidates, grid, fast_threshold, &mut self.cell_strong);
+                if rank_by_harris {
+                    candidates.iter_mut().for_each(harris);
+                }
+                keep_grid(candidates, self.quota);
+            }
+        }
+        if candidates.is_empty() {
+            return;
+        }
+        self.smooth(pixels);
+        for c in self.candidates.iter() {
+            let (x, y) = (c.x as usize, c.y as usize);
+            let (m10, m01) = intensity_centroid(pixels, width, x, y);
+            let response = if rank_by_harris {
+                harris_response(c.key)
+            } else {
+                f32::from(c.score)
+            };
+            self.keypoints.push(LevelKeypoint {
+                x: c.x,
+                y: c.y,
+                angle: angle_degrees(m10, m01),
+                response,
+            });
+            let descriptor = describe(&self.smoothed, width, x, y, steering(m10, m01));
+            self.descriptors.extend_from_slice(&descriptor);
+        }
     }
 }
 
 impl Extractor for OrbExtractor {
-    fn extract(&mut self, _image: &GrayImage) -> Result<Features> {
-        todo!("ORB reference")
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        self.prepare(image.width(), image.height());
+        let config = self.config.clone();
+        self.for_each_level(image.data(), |pixels, work| {
+            work.detect_and_describe(pixels, &config)
+        });
+        let total: usize = self.levels.iter().map(|l| l.work.keypoints.len()).sum();
+        let mut keypoints = Keypoints::with_capacity(total);
+        let mut descriptors = Vec::with_capacity(total * DESCRIPTOR_BYTES);
+        let patch_size = config.patch_size as f32;
+        for (octave, level) in self.levels.iter().enumerate() {
+            let work = &level.work;
+            let scale = work.geometry.scale as f32;
+            for k in &work.keypoints {
+                keypoints.push(
+                    k.x as f32 * scale,
+                    k.y as f32 * scale,
+                    patch_size * scale,
+                    k.angle,
+                    k.response,
+                    octave as i32,
+                );
+            }
+            descriptors.extend_from_slice(&work.descriptors);
+        }
+        Ok(Features {
+            width: image.width(),
+            height: image.height(),
+            keypoints,
+            descriptors: Descriptors {
+                kind: DescriptorKind::Orb256,
+                data: descriptors,
+            },
+        })
     }
+
     fn backend_name(&self) -> &'static str {
         "cpu"
     }
+
     fn device_name(&self) -> String {
-        "cpu".into()
+        format!("cpu ({} threads)", rayon::current_num_threads())
     }
 }

@@ -1,0 +1,143 @@
+//! Steered BRIEF (docs/orb-reference.md §7): 256 intensity tests of the learned
+//! ORB pattern, rotated by the keypoint's orientation without trigonometry.
+
+/// Bytes of one descriptor.
+pub const DESCRIPTOR_BYTES: usize = 32;
+
+/// The learned pattern (Rublee et al. 2011): test `k` compares `(x1, y1)` with
+/// `(x2, y2)` from row `k`, parsed from the text file when the crate compiles.
+pub const PATTERN: [[i8; 4]; 256] = parse_pattern(include_str!("bit_pattern_31.txt"));
+
+/// How far a rotated test point can land from the keypoint, in whole pixels:
+/// `ceil` of the pattern's largest radius (`|round(v)| <= ceil(|v|)`).
+pub const PATTERN_REACH: usize = pattern_reach(&PATTERN);
+
+/// Parses 256 lines of 4 integers; any other shape fails the build.
+const fn parse_pattern(text: &str) -> [[i8; 4]; 256] {
+    let bytes = text.as_bytes();
+    let mut pattern = [[0i8; 4]; 256];
+    let mut count = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
+            assert!(
+                count % 4 == 0,
+                "bit_pattern_31.txt: a line without 4 numbers"
+            );
+            i += 1;
+        } else if b == b' ' || b == b'\t' || b == b'\r' {
+            i += 1;
+        } else {
+            let negative = b == b'-';
+            if negative {
+                i += 1;
+            }
+            let mut value: i32 = 0;
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                value = value * 10 + (bytes[i] - b'0') as i32;
+                i += 1;
+                assert!(value <= 127, "bit_pattern_31.txt: a number out of range");
+            }
+            assert!(i > start, "bit_pattern_31.txt: not a number");
+            assert!(count < 4 * 256, "bit_pattern_31.txt: more than 256 tests");
+            pattern[count / 4][count % 4] = (if negative { -value } else { value }) as i8;
+            count += 1;
+        }
+    }
+    assert!(count == 4 * 256, "bit_pattern_31.txt: fewer than 256 tests");
+    pattern
+}
+
+const fn pattern_reach(pattern: &[[i8; 4]; 256]) -> usize {
+    let mut largest = 0;
+    let mut k = 0;
+    while k < 2 * 256 {
+        let (x, y) = (pattern[k / 2][2 * (k % 2)], pattern[k / 2][2 * (k % 2) + 1]);
+        let squared = (x as i32 * x as i32 + y as i32 * y as i32) as usize;
+        if squared > largest {
+            largest = squared;
+        }
+        k += 1;
+    }
+    let mut reach = 0;
+    while reach * reach < largest {
+        reach += 1;
+    }
+    reach
+}
+
+/// `(cos, sin)` of the keypoint's orientation from its centroid moments, without
+/// trigonometry: `(m10, m01) / sqrt(m10² + m01²)`, or `(1, 0)` when both are 0.
+pub fn steering(m10: i32, m01: i32) -> (f64, f64) {
+    let norm = i64::from(m10).pow(2) + i64::from(m01).pow(2);
+    if norm == 0 {
+        return (1.0, 0.0);
+    }
+    let r = (norm as f64).sqrt();
+    (f64::from(m10) / r, f64::from(m01) / r)
+}
+
+/// The descriptor of the keypoint at `(x, y)` of a smoothed level. Point `(px, py)`
+/// is read at row offset `round(px sin + py cos)` and column offset
+/// `round(px cos - py sin)` (half to even, OpenCV's `GET_VALUE`); bit `k` (byte
+/// `k / 8`, bit `k % 8`) is `S(x1, y1) < S(x2, y2)`. The caller keeps the keypoint
+/// [`PATTERN_REACH`] pixels inside the level.
+pub fn describe(
+    smoothed: &[u8],
+    width: usize,
+    x: usize,
+    y: usize,
+    (cos, sin): (f64, f64),
+) -> [u8; DESCRIPTOR_BYTES] {
+    let centre = (y * width + x) as isize;
+    let sample = |px: i8, py: i8| {
+        let (px, py) = (f64::from(px), f64::from(py));
+        let row = (px * sin + py * cos).round_ties_even() as isize;
+        let col = (px * cos - py * sin).round_ties_even() as isize;
+        smoothed[(centre + row * width as isize + col) as usize]
+    };
+    let mut descriptor = [0u8; DESCRIPTOR_BYTES];
+    for (k, &[x1, y1, x2, y2]) in PATTERN.iter().enumerate() {
+        descriptor[k / 8] |= u8::from(sample(x1, y1) < sample(x2, y2)) << (k % 8);
+    }
+    descriptor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_is_the_learned_one() {
+        // First and last rows of OpenCV's bit_pattern_31_.
+        assert_eq!(PATTERN[0], [8, -3, 9, 5]);
+        assert_eq!(PATTERN[255], [-1, -6, 0, -11]);
+        // Pattern points lie within the 31x31 patch, so the reach is ceil(13 √2).
+        assert!(PATTERN.iter().flatten().all(|&v| (-15..=15).contains(&v)));
+        assert_eq!(PATTERN_REACH, 19);
+    }
+
+    #[test]
+    fn steering_is_the_unit_vector_of_the_moments() {
+        assert_eq!(steering(0, 0), (1.0, 0.0));
+        assert_eq!(steering(3, 4), (0.6, 0.8));
+        let (c, s) = steering(-7, 0);
+        assert_eq!((c, s), (-1.0, 0.0));
+    }
+
+    #[test]
+    fn bits_follow_opencv_order_and_rotate_with_the_image() {
+        // A horizontal ramp: test k is set iff x1 < x2 in the unrotated frame.
+        let (w, h) = (64, 64);
+        let ramp: Vec<u8> = (0..w * h).map(|i| (i % w * 3) as u8).collect();
+        let d = describe(&ramp, w, 32, 32, (1.0, 0.0));
+        for (k, &[x1, _, x2, _]) in PATTERN.iter().enumerate() {
+            assert_eq!(d[k / 8] >> (k % 8) & 1 == 1, x1 < x2, "test {k}");
+        }
+        // A vertical ramp described at 90°: x' = -y, y' = x, so the same bits.
+        let vertical: Vec<u8> = (0..w * h).map(|i| (i / w * 3) as u8).collect();
+        assert_eq!(describe(&vertical, w, 32, 32, (0.0, 1.0)), d);
+    }
+}

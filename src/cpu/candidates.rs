@@ -1,0 +1,217 @@
+//! Candidates of one level (docs/orb-reference.md §3): the detection area,
+//! non-maximum suppression, grid cells and the per-cell threshold retry.
+
+/// A pixel of a level that survived non-maximum suppression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub x: u32,
+    pub y: u32,
+    /// FAST score `s(p)`.
+    pub score: u8,
+    /// Grid cell (0 when the level has no grid).
+    pub cell: u32,
+    /// Rank within the cell, 0 for the best (grid selection only).
+    pub rank: u32,
+    /// Ranking key: the Harris key or the FAST score.
+    pub key: i64,
+}
+
+impl Candidate {
+    pub fn new(x: usize, y: usize, score: u8) -> Self {
+        Self {
+            x: x as u32,
+            y: y as u32,
+            score,
+            cell: 0,
+            rank: 0,
+            key: i64::from(score),
+        }
+    }
+}
+
+/// The pixels of a level that may become keypoints: `x0 <= x < x1`, `y0 <= y < y1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetectionArea {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+impl DetectionArea {
+    /// `edge <= x < width - edge` and likewise for y; `None` when that is empty.
+    pub fn new(width: usize, height: usize, edge: usize) -> Option<Self> {
+        (width > 2 * edge && height > 2 * edge).then(|| Self {
+            x0: edge,
+            y0: edge,
+            x1: width - edge,
+            y1: height - edge,
+        })
+    }
+
+    pub fn width(&self) -> usize {
+        self.x1 - self.x0
+    }
+
+    pub fn height(&self) -> usize {
+        self.y1 - self.y0
+    }
+}
+
+/// Pixels of `area` whose score is nonzero and strictly greater than all 8
+/// neighbours' (equal neighbours suppress each other), in raster order.
+///
+/// Survivors of NMS at any threshold `T >= min_fast_threshold` are exactly those
+/// with `score >= T`: a neighbour below `T` scores less than such a pixel anyway.
+/// The area lies at least one pixel inside the score map.
+pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
+    out.clear();
+    for y in area.y0..area.y1 {
+        let row = |yy: usize| &scores[yy * width..(yy + 1) * width];
+        let (above, here, below) = (row(y - 1), row(y), row(y + 1));
+        let mut x = area.x0;
+        while x < area.x1 {
+            // Corners are sparse: skip 8 zero scores at a time.
+            if x + 8 <= area.x1 && here[x..x + 8].iter().all(|&s| s == 0) {
+                x += 8;
+                continue;
+            }
+            let s = here[x];
+            let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
+            if s != 0 && s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
+                out.push(Candidate::new(x, y, s));
+            }
+            x += 1;
+        }
+    }
+}
+
+/// Keeps the candidates at or above `threshold` (`top_response`).
+pub fn apply_threshold(candidates: &mut Vec<Candidate>, threshold: u8) {
+    candidates.retain(|c| c.score >= threshold);
+}
+
+/// The cells of ORB-SLAM style distribution over a detection area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub area: DetectionArea,
+    pub n_cols: usize,
+    pub n_rows: usize,
+    pub cell_width: usize,
+    pub cell_height: usize,
+}
+
+impl Grid {
+    /// `max(1, side / cell_size)` cells a side, each `ceil(side / cells)` pixels.
+    pub fn new(area: DetectionArea, cell_size: usize) -> Self {
+        let n_cols = (area.width() / cell_size).max(1);
+        let n_rows = (area.height() / cell_size).max(1);
+        Self {
+            area,
+            n_cols,
+            n_rows,
+            cell_width: area.width().div_ceil(n_cols),
+            cell_height: area.height().div_ceil(n_rows),
+        }
+    }
+
+    pub fn n_cells(&self) -> usize {
+        self.n_cols * self.n_rows
+    }
+
+    /// Row-major cell index of an area pixel.
+    pub fn cell_of(&self, x: usize, y: usize) -> usize {
+        (y - self.area.y0) / self.cell_height * self.n_cols + (x - self.area.x0) / self.cell_width
+    }
+}
+
+/// ORB-SLAM's retry: a cell keeps its candidates at `fast_threshold` if it has
+/// any, else those at `min_fast_threshold` (all local maxima of the score map).
+/// Sets each kept candidate's `cell`; `strong` is scratch, one flag per cell.
+pub fn apply_cell_thresholds(
+    candidates: &mut Vec<Candidate>,
+    grid: &Grid,
+    fast_threshold: u8,
+    strong: &mut Vec<bool>,
+) {
+    strong.clear();
+    strong.resize(grid.n_cells(), false);
+    for c in candidates.iter_mut() {
+        let cell = grid.cell_of(c.x as usize, c.y as usize);
+        c.cell = cell as u32;
+        strong[cell] |= c.score >= fast_threshold;
+    }
+    candidates.retain(|c| !strong[c.cell as usize] || c.score >= fast_threshold);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn maxima(scores: &[u8], width: usize) -> Vec<(u32, u32, u8)> {
+        let height = scores.len() / width;
+        let area = DetectionArea::new(width, height, 1).unwrap();
+        let mut out = Vec::new();
+        local_maxima(scores, width, &area, &mut out);
+        out.iter().map(|c| (c.x, c.y, c.score)).collect()
+    }
+
+    #[test]
+    fn nms_is_strict_equal_neighbours_suppress_each_other() {
+        #[rustfmt::skip]
+        let scores = [
+            0, 0, 0, 0, 0, 0, 0,
+            0, 9, 9, 0, 0, 5, 0,
+            0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 7, 0, 0, 0,
+            0, 0, 0, 6, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(maxima(&scores, 7), vec![(5, 1, 5), (3, 3, 7)]);
+    }
+
+    #[test]
+    fn nms_reads_neighbours_outside_the_area_and_skips_zero_runs() {
+        // 20 wide so the 8-pixel skip runs; the 9 outside the area suppresses the 4,
+        // and the 3 outside the area is no candidate.
+        let mut scores = vec![0u8; 20 * 5];
+        scores[2 * 20 + 12] = 8;
+        scores[2 * 20 + 17] = 4;
+        scores[3 * 20 + 18] = 9;
+        scores[2 * 20 + 1] = 3;
+        let area = DetectionArea {
+            x0: 2,
+            y0: 1,
+            x1: 18,
+            y1: 4,
+        };
+        let mut out = Vec::new();
+        local_maxima(&scores, 20, &area, &mut out);
+        let got: Vec<_> = out.iter().map(|c| (c.x, c.y)).collect();
+        assert_eq!(got, vec![(12, 2)]);
+    }
+
+    #[test]
+    fn grid_covers_the_area_and_retries_weak_cells() {
+        let area = DetectionArea::new(131, 100, 31).unwrap();
+        assert_eq!((area.width(), area.height()), (69, 38));
+        let grid = Grid::new(area, 30);
+        assert_eq!((grid.n_cols, grid.n_rows), (2, 1));
+        assert_eq!((grid.cell_width, grid.cell_height), (35, 38));
+        assert_eq!(grid.cell_of(99, 68), 1);
+        assert_eq!(grid.cell_of(65, 31), 0);
+
+        let mut candidates = vec![
+            Candidate::new(40, 40, 25),
+            Candidate::new(50, 40, 8),
+            Candidate::new(80, 40, 9),
+            Candidate::new(90, 50, 12),
+        ];
+        let mut strong = Vec::new();
+        apply_cell_thresholds(&mut candidates, &grid, 20, &mut strong);
+        let kept: Vec<_> = candidates.iter().map(|c| (c.x, c.cell)).collect();
+        // Cell 0 has a corner at 20 and drops its weak one; cell 1 retries at 7.
+        assert_eq!(kept, vec![(40, 0), (80, 1), (90, 1)]);
+        assert!(DetectionArea::new(62, 100, 31).is_none());
+    }
+}

@@ -1,0 +1,106 @@
+//! The Harris corner measure of ORB (docs/orb-reference.md §4), as an exact
+//! integer ranking key, computed only for candidates that survived NMS.
+
+/// Half the side of the 7x7 window.
+pub const HARRIS_RADIUS: usize = 3;
+
+/// Pixels the key reads around the candidate: the window plus the Sobel taps.
+pub const HARRIS_REACH: usize = HARRIS_RADIUS + 1;
+
+/// Converts the integer key into OpenCV's response: `1 / (25 (4 * 7 * 255)^4)`,
+/// where 25 undoes the factor that keeps `k = 0.04` integral and `4 * 7 * 255` is
+/// OpenCV's gradient scale for a 7x7 block.
+pub const HARRIS_KEY_TO_RESPONSE: f64 = 1.0 / (25.0 * 7140.0 * 7140.0 * 7140.0 * 7140.0);
+
+/// `R = 25 (a b - c^2) - (a + b)^2` with `a = Σ Ix²`, `b = Σ Iy²`, `c = Σ Ix Iy`
+/// over the 7x7 window around `(x, y)`; the caller keeps the window and its Sobel
+/// taps inside the image (`HARRIS_REACH` pixels on every side).
+pub fn harris_key(image: &[u8], width: usize, x: usize, y: usize) -> i64 {
+    const SIDE: usize = 2 * HARRIS_REACH + 1;
+    let mut patch = [[0i32; SIDE]; SIDE];
+    for (dy, patch_row) in patch.iter_mut().enumerate() {
+        let start = (y + dy - HARRIS_REACH) * width + x - HARRIS_REACH;
+        for (p, &v) in patch_row.iter_mut().zip(&image[start..start + SIDE]) {
+            *p = i32::from(v);
+        }
+    }
+    let (mut a, mut b, mut c) = (0i32, 0i32, 0i32);
+    for wy in 1..SIDE - 1 {
+        let (up, row, down) = (&patch[wy - 1], &patch[wy], &patch[wy + 1]);
+        for wx in 1..SIDE - 1 {
+            let ix = 2 * (row[wx + 1] - row[wx - 1])
+                + (up[wx + 1] - up[wx - 1])
+                + (down[wx + 1] - down[wx - 1]);
+            let iy =
+                2 * (down[wx] - up[wx]) + (down[wx - 1] - up[wx - 1]) + (down[wx + 1] - up[wx + 1]);
+            a += ix * ix;
+            b += iy * iy;
+            c += ix * iy;
+        }
+    }
+    let (a, b, c) = (i64::from(a), i64::from(b), i64::from(c));
+    25 * (a * b - c * c) - (a + b) * (a + b)
+}
+
+/// The reported response of a key: one f64 multiply, then f32.
+pub fn harris_response(key: i64) -> f32 {
+    (key as f64 * HARRIS_KEY_TO_RESPONSE) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// OpenCV's `HarrisResponses` written out in f64: Sobel gradients scaled by
+    /// `1 / (4 * 7 * 255)`, `det - 0.04 trace^2`.
+    fn opencv_formula(image: &[u8], width: usize, x: usize, y: usize) -> f64 {
+        let p = |xx: usize, yy: usize| f64::from(image[yy * width + xx]);
+        let scale = 1.0 / (4.0 * 7.0 * 255.0);
+        let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
+        for yy in y - 3..=y + 3 {
+            for xx in x - 3..=x + 3 {
+                let ix = (p(xx + 1, yy - 1) + 2.0 * p(xx + 1, yy) + p(xx + 1, yy + 1)
+                    - p(xx - 1, yy - 1)
+                    - 2.0 * p(xx - 1, yy)
+                    - p(xx - 1, yy + 1))
+                    * scale;
+                let iy = (p(xx - 1, yy + 1) + 2.0 * p(xx, yy + 1) + p(xx + 1, yy + 1)
+                    - p(xx - 1, yy - 1)
+                    - 2.0 * p(xx, yy - 1)
+                    - p(xx + 1, yy - 1))
+                    * scale;
+                a += ix * ix;
+                b += iy * iy;
+                c += ix * iy;
+            }
+        }
+        a * b - c * c - 0.04 * (a + b) * (a + b)
+    }
+
+    proptest! {
+        #[test]
+        fn integer_key_matches_opencv_formula(pixels in prop::collection::vec(any::<u8>(), 81)) {
+            let key = harris_key(&pixels, 9, 4, 4);
+            let expected = opencv_formula(&pixels, 9, 4, 4);
+            let got = f64::from(harris_response(key));
+            prop_assert!((got - expected).abs() <= 1e-6 * expected.abs() + 1e-12,
+                "key {key}: {got} vs {expected}");
+        }
+    }
+
+    #[test]
+    fn flat_patch_scores_zero_and_a_corner_beats_an_edge() {
+        let flat = [100u8; 81];
+        assert_eq!(harris_key(&flat, 9, 4, 4), 0);
+        let corner: Vec<u8> = (0..81)
+            .map(|i| if i % 9 >= 4 && i / 9 >= 4 { 200 } else { 20 })
+            .collect();
+        let edge: Vec<u8> = (0..81).map(|i| if i % 9 >= 4 { 200 } else { 20 }).collect();
+        assert!(harris_key(&corner, 9, 4, 4) > 0);
+        assert!(
+            harris_key(&edge, 9, 4, 4) < 0,
+            "an edge has det 0 and a negative key"
+        );
+    }
+}

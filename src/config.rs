@@ -333,8 +333,11 @@ impl Config {
             let inner = err.into_inner();
             let text = inner.to_string();
             if let Some(field) = unknown_field(&text) {
+                // The path already ends with the unknown key when serde visited it.
                 let name = if path == "." || path.is_empty() {
                     field
+                } else if path == field || path.ends_with(&format!(".{field}")) {
+                    path
                 } else {
                     format!("{path}.{field}")
                 };
@@ -345,6 +348,17 @@ impl Config {
         })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// The parameters as a ROS 2 parameter file (`/**: ros__parameters: ...`), which
+    /// [`Config::load`] reads back to the same values.
+    pub fn to_ros_yaml(&self) -> String {
+        let parameters = serde_yaml::to_value(self).expect("a Config serialises");
+        let mut node = Mapping::new();
+        node.insert("ros__parameters".into(), parameters);
+        let mut file = Mapping::new();
+        file.insert("/**".into(), Value::Mapping(node));
+        serde_yaml::to_string(&file).expect("a mapping of plain values serialises")
     }
 }
 
@@ -517,6 +531,16 @@ mod tests {
         for (items, name) in cases {
             let err = Config::load(None, &sets(items)).unwrap_err().to_string();
             assert!(err.contains(name), "{items:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_parameters_are_named_exactly_once() {
+        for (item, expected) in [("orb.n_feature=3", "orb.n_feature"), ("bogus=1", "bogus")] {
+            match Config::load(None, &sets(&[item])) {
+                Err(Error::UnknownParameter(name)) => assert_eq!(name, expected),
+                other => panic!("{item}: {other:?}"),
+            }
         }
     }
 

@@ -12,6 +12,13 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("cannot decode image {path}: {source}")]
     ImageDecode {
         path: PathBuf,

@@ -151,8 +151,14 @@ impl GrayImage {
             path: path.to_path_buf(),
             source,
         })?;
-        let decoded = image::load_from_memory(&bytes).map_err(|source| Error::ImageDecode {
-            path: path.to_path_buf(),
+        Self::decode(&bytes, path)
+    }
+
+    /// Decodes an encoded PNG, JPEG or PGM/PPM file held in memory; `origin` names it
+    /// in errors.
+    pub fn decode(bytes: &[u8], origin: &Path) -> Result<Self> {
+        let decoded = image::load_from_memory(bytes).map_err(|source| Error::ImageDecode {
+            path: origin.to_path_buf(),
             source,
         })?;
         let (width, height) = (decoded.width() as usize, decoded.height() as usize);

@@ -14,11 +14,13 @@
 pub mod backend;
 pub mod config;
 pub mod cpu;
+pub mod draw;
 pub mod error;
 pub mod extractor;
 pub mod image;
 pub mod msgs;
 pub mod node;
+pub mod report;
 pub mod transport;
 pub mod types;
 

@@ -13,8 +13,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
-from PIL import Image as PilImage
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
@@ -187,7 +187,7 @@ def matches_summary(m, features):
 
 
 def grey(path):
-    return np.asarray(PilImage.open(path).convert("L"), dtype=np.uint8)
+    return cv2.imread(path, cv2.IMREAD_GRAYSCALE)
 
 
 def main():
@@ -205,10 +205,10 @@ def main():
     good = []
     for name in ["basketball1.png", "basketball2.png", "rubberwhale1.png", "rubberwhale2.png"]:
         sec += 1
-        pixels = np.asarray(PilImage.open(os.path.join(args.data, name)).convert("RGB"))
-        encoding = "rgb8" if sec % 2 else "bgr8"
-        if encoding == "bgr8":
-            pixels = pixels[:, :, ::-1].copy()
+        pixels = cv2.imread(os.path.join(args.data, name), cv2.IMREAD_COLOR)
+        encoding = "bgr8" if sec % 2 else "rgb8"
+        if encoding == "rgb8":
+            pixels = np.ascontiguousarray(pixels[:, :, ::-1])
         peer.send_and_wait(image_message(sec, pixels, encoding))
         good.append(sec)
 

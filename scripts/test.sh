@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, .ci/run): set up, then lint, build the CPU-only
+# CLI, and run every test. Stops at the first failure.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/setup.sh
+# setup.sh may have installed Rust in this run.
+export PATH="$HOME/.cargo/bin:$PATH"
+
+set -x
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+cargo build --no-default-features --bin orbsift
+cargo test --all-targets
+cargo test --doc

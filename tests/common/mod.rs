@@ -1,0 +1,6 @@
+//! Helpers shared by the integration tests.
+// Each test crate compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+pub mod invariance;
+pub mod peer;

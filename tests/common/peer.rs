@@ -1,0 +1,108 @@
+//! The Python test peers (`tests/peer/*.py`, OpenCV) run from the project's venv.
+//!
+//! The scripts only run OpenCV and print JSON; every assertion is made in Rust.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use orbsift::{DescriptorKind, Descriptors, GrayImage, Keypoints};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+pub fn project_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file of `tests/data`.
+pub fn test_data(name: &str) -> PathBuf {
+    project_dir().join("tests/data").join(name)
+}
+
+/// The venv's Python; panics (the test fails, it never skips) when the venv is missing.
+pub fn python() -> PathBuf {
+    let python = project_dir().join(".venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/setup.sh first (it creates .venv with the OpenCV test peer)",
+        python.display()
+    );
+    python
+}
+
+/// Runs `tests/peer/<script>` with `args` and parses the JSON it prints.
+pub fn run<T: DeserializeOwned>(script: &str, args: &[&OsStr]) -> T {
+    let path = project_dir().join("tests/peer").join(script);
+    let output = Command::new(python())
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", path.display()));
+    assert!(
+        output.status.success(),
+        "{script} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{script} printed JSON that does not parse: {e}"))
+}
+
+/// Saves `image` as PGM so OpenCV reads exactly orbsift's grey pixels.
+pub fn write_pgm(dir: &Path, name: &str, image: &GrayImage) -> PathBuf {
+    let path = dir.join(format!("{name}.pgm"));
+    image
+        .save(&path)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+/// One keypoint as `orb_features.py` (and `orbsift extract`) write it.
+#[derive(Debug, Deserialize)]
+pub struct KeypointRecord {
+    pub x: f32,
+    pub y: f32,
+    pub size: f32,
+    pub angle: f32,
+    pub response: f32,
+    pub octave: i32,
+}
+
+/// OpenCV's ORB output for one image (`orb_features.py`).
+#[derive(Debug, Deserialize)]
+pub struct PeerFeatures {
+    pub width: usize,
+    pub height: usize,
+    pub keypoints: Vec<KeypointRecord>,
+    pub descriptors: Vec<String>,
+}
+
+impl PeerFeatures {
+    pub fn keypoints(&self) -> Keypoints {
+        let mut out = Keypoints::with_capacity(self.keypoints.len());
+        for k in &self.keypoints {
+            out.push(k.x, k.y, k.size, k.angle, k.response, k.octave);
+        }
+        out
+    }
+
+    pub fn descriptors(&self) -> Descriptors {
+        let mut out = Descriptors::new(DescriptorKind::Orb256);
+        for hex in &self.descriptors {
+            assert_eq!(hex.len(), 64, "an ORB descriptor is 32 bytes: {hex}");
+            out.data.extend((0..hex.len()).step_by(2).map(|i| {
+                u8::from_str_radix(&hex[i..i + 2], 16)
+                    .unwrap_or_else(|e| panic!("bad hex descriptor {hex}: {e}"))
+            }));
+        }
+        out
+    }
+}
+
+/// OpenCV ORB (`n_features`) on each image; `specs` are `IMAGE` or `IMAGE:MASK` paths.
+pub fn opencv_orb(n_features: u32, specs: &[String]) -> Vec<PeerFeatures> {
+    let n = n_features.to_string();
+    let mut args: Vec<&OsStr> = vec![OsStr::new(&n)];
+    args.extend(specs.iter().map(OsStr::new));
+    run("orb_features.py", &args)
+}

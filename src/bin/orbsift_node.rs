@@ -50,7 +50,10 @@ fn start(_args: &[String]) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("info,rustdds=warn,ros2_client=warn"),
+    )
+    .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match start(&args) {
         Ok(()) => ExitCode::SUCCESS,

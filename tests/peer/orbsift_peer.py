@@ -22,6 +22,7 @@ from cyclonedds.idl.types import float32, int32, sequence, uint8, uint32
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
+from cyclonedds.util import duration
 
 
 @dataclass
@@ -101,7 +102,7 @@ SHIFT = (-7, -4)
 
 
 def qos(reliable):
-    reliability = Policy.Reliability.Reliable(1.0) if reliable else Policy.Reliability.BestEffort
+    reliability = Policy.Reliability.Reliable(duration(seconds=1)) if reliable else Policy.Reliability.BestEffort
     # ROS 2 speaks XCDR1 (plain CDR).
     return Qos(reliability, Policy.History.KeepLast(50),
                Policy.DataRepresentation(use_cdrv0_representation=True))
@@ -239,10 +240,15 @@ def main():
 
     def bad(name, message):
         nonlocal sec
+        # The node matches after publishing Features: once the Matches are out it is
+        # idle, so the bad frame is processed rather than replaced by the next one.
+        previous = sec
+        peer.wait_for(lambda: previous in peer.seen_matches, 10.0)
         sec += 1
         message.header.stamp.sec = sec
         bad_cases[name] = sec
         peer.writer.write(message)
+        time.sleep(0.3)
         sec += 1
         after_bad.append(sec)
         peer.send_and_wait(image_message(sec, small))

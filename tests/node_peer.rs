@@ -131,6 +131,17 @@ fn a_cyclonedds_peer_gets_features_matches_and_diagnostics() {
         "matches disagree with the known motion: {shift}"
     );
 
+    // Matches drawn side by side while the peer subscribes to debug_image.
+    let (w, h) = (
+        shift["width"].as_u64().unwrap(),
+        shift["height"].as_u64().unwrap(),
+    );
+    let debug = &report["debug_image"];
+    assert_eq!(debug[0].as_u64(), Some(2 * w), "{debug}");
+    assert_eq!(debug[1].as_u64(), Some(h), "{debug}");
+    assert_eq!(debug[2], "rgb8");
+    assert_eq!(debug[3].as_u64(), Some(2 * w * h * 3), "{debug}");
+
     let bad = report["bad_cases"].as_object().unwrap().len().to_string();
     assert_eq!(
         report["diagnostics"]["frames_rejected"],

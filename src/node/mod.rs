@@ -15,10 +15,11 @@ pub use input::{Camera, Frame, InputQueue, Taken};
 use std::time::Duration;
 
 use crate::config::{Config, InputSource, MatchMode};
+use crate::draw;
 use crate::error::{Error, Result};
 use crate::extractor::{Extractor, Matcher};
-use crate::msgs::{self, DiagnosticArray, Header};
-use crate::types::{Features, Match};
+use crate::msgs::{self, DiagnosticArray, Header, Image};
+use crate::types::Match;
 use stats::{Identity, Stats};
 use stereo::{Extracted, StereoPairer};
 use throttle::Throttle;
@@ -31,6 +32,9 @@ pub trait Outputs {
     fn publish_features(&self, message: msgs::Features) -> Result<()>;
     fn publish_matches(&self, message: msgs::Matches) -> Result<()>;
     fn publish_diagnostics(&self, message: DiagnosticArray) -> Result<()>;
+    fn publish_debug_image(&self, message: Image) -> Result<()>;
+    /// Whether anyone subscribes to `debug_image`: drawing costs, so only then.
+    fn wants_debug_image(&self) -> bool;
 }
 
 /// The topics the runtime reads for `mode`, relative to the node's namespace.
@@ -157,13 +161,19 @@ impl Node {
         self.publish(outputs.publish_features(message));
         self.stats.processed(frame.received.elapsed());
 
-        let current = (header, features);
+        let current = Extracted {
+            header,
+            image: gray,
+            features,
+        };
         match (self.config.matching.mode, frame.camera) {
-            (MatchMode::None, _) => {}
+            (MatchMode::None, _) => self.draw_keypoints(&current, outputs),
             (MatchMode::Temporal, _) => {
-                if let Some(previous) = self.previous.take() {
-                    let (query, train) = ((&current.0, &current.1), (&previous.0, &previous.1));
-                    self.match_and_publish(query, train, "temporal", outputs);
+                match self.previous.take() {
+                    Some(previous) => {
+                        self.match_and_publish(&current, &previous, "temporal", outputs)
+                    }
+                    None => self.draw_keypoints(&current, outputs),
                 }
                 self.previous = Some(current);
             }
@@ -174,12 +184,7 @@ impl Node {
                     self.stereo.offer_left(current)
                 };
                 if let Some((left, right)) = pair {
-                    self.match_and_publish(
-                        (&left.0, &left.1),
-                        (&right.0, &right.1),
-                        "stereo",
-                        outputs,
-                    );
+                    self.match_and_publish(&left, &right, "stereo", outputs);
                 }
             }
         }
@@ -187,15 +192,29 @@ impl Node {
 
     fn match_and_publish(
         &mut self,
-        query: (&Header, &Features),
-        train: (&Header, &Features),
+        query: &Extracted,
+        train: &Extracted,
         mode: &str,
         outputs: &dyn Outputs,
     ) {
-        match self.matcher.match_features(query.1, train.1) {
+        match self
+            .matcher
+            .match_features(&query.features, &train.features)
+        {
             Ok(matches) => {
-                let message = matches_message(query.0, train.0, mode, &matches);
+                let message = matches_message(&query.header, &train.header, mode, &matches);
                 self.publish(outputs.publish_matches(message));
+                if outputs.wants_debug_image() {
+                    let picture = draw::draw_matches(
+                        &query.image,
+                        &query.features.keypoints,
+                        &train.image,
+                        &train.features.keypoints,
+                        &matches,
+                    );
+                    let message = rgb_message(query.header.clone(), picture);
+                    self.publish(outputs.publish_debug_image(message));
+                }
             }
             Err(err) => {
                 self.failures
@@ -205,10 +224,33 @@ impl Node {
         }
     }
 
+    /// The debug image of a frame that has nothing to be matched with yet.
+    fn draw_keypoints(&mut self, frame: &Extracted, outputs: &dyn Outputs) {
+        if outputs.wants_debug_image() {
+            let picture = draw::draw_keypoints(&frame.image, &frame.features.keypoints);
+            let message = rgb_message(frame.header.clone(), picture);
+            self.publish(outputs.publish_debug_image(message));
+        }
+    }
+
     fn publish(&mut self, result: Result<()>) {
         if let Err(err) = result {
             self.failures.warn(&format!("publishing failed: {err}"));
         }
+    }
+}
+
+/// A drawn picture as an rgb8 `sensor_msgs/Image`.
+fn rgb_message(header: Header, picture: image::RgbImage) -> Image {
+    let (width, height) = picture.dimensions();
+    Image {
+        header,
+        height,
+        width,
+        encoding: "rgb8".into(),
+        is_bigendian: 0,
+        step: width * 3,
+        data: picture.into_raw(),
     }
 }
 

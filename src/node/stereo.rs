@@ -1,10 +1,15 @@
 //! Pairs left and right features by stamp.
 
+use crate::image::GrayImage;
 use crate::msgs::Header;
 use crate::types::Features;
 
-/// A frame's header and what was extracted from it.
-pub type Extracted = (Header, Features);
+/// A frame, kept with what was extracted from it for matching and drawing.
+pub struct Extracted {
+    pub header: Header,
+    pub image: GrayImage,
+    pub features: Features,
+}
 
 /// Holds the latest unpaired left and right frames; a pair forms when their
 /// stamps differ by at most `tolerance` seconds.
@@ -37,7 +42,7 @@ impl StereoPairer {
 
     fn pair(&mut self) -> Option<(Extracted, Extracted)> {
         let (left, right) = (self.left.as_ref()?, self.right.as_ref()?);
-        let gap = (left.0.stamp.as_secs_f64() - right.0.stamp.as_secs_f64()).abs();
+        let gap = (left.header.stamp.as_secs_f64() - right.header.stamp.as_secs_f64()).abs();
         if gap <= self.tolerance {
             Some((self.left.take()?, self.right.take()?))
         } else {

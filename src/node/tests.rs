@@ -4,7 +4,7 @@ use std::time::Instant;
 use super::*;
 use crate::image::GrayImage;
 use crate::msgs::{Image, Time};
-use crate::types::{DescriptorKind, Descriptors, Keypoints};
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
 /// One keypoint per 8 pixel columns, so tests can tell frames of different sizes apart.
 struct ColumnExtractor;
@@ -54,6 +54,8 @@ impl Matcher for DiagonalMatcher {
 struct Recorder {
     features: RefCell<Vec<msgs::Features>>,
     matches: RefCell<Vec<msgs::Matches>>,
+    debug_images: RefCell<Vec<Image>>,
+    debug_subscribed: bool,
 }
 
 impl Outputs for Recorder {
@@ -67,6 +69,13 @@ impl Outputs for Recorder {
     }
     fn publish_diagnostics(&self, _message: DiagnosticArray) -> Result<()> {
         Ok(())
+    }
+    fn publish_debug_image(&self, message: Image) -> Result<()> {
+        self.debug_images.borrow_mut().push(message);
+        Ok(())
+    }
+    fn wants_debug_image(&self) -> bool {
+        self.debug_subscribed
     }
 }
 
@@ -235,4 +244,32 @@ fn camera_input_is_refused_with_the_parameter_named() {
         .expect("camera is refused")
         .to_string();
     assert!(err.contains("input.source"), "{err}");
+}
+
+#[test]
+fn debug_images_are_drawn_only_while_someone_subscribes() {
+    let mut quiet = node(MatchMode::Temporal);
+    let unsubscribed = Recorder::default();
+    quiet.handle(frame(Camera::Mono, 1, 0, 16), &unsubscribed);
+    quiet.handle(frame(Camera::Mono, 2, 0, 16), &unsubscribed);
+    assert!(unsubscribed.debug_images.borrow().is_empty());
+
+    let mut node = node(MatchMode::Temporal);
+    let subscribed = Recorder {
+        debug_subscribed: true,
+        ..Recorder::default()
+    };
+    node.handle(frame(Camera::Mono, 1, 0, 16), &subscribed);
+    node.handle(frame(Camera::Mono, 2, 0, 24), &subscribed);
+    let images = subscribed.debug_images.borrow();
+    assert_eq!(images.len(), 2);
+    // The first frame alone: its keypoints; then both frames side by side.
+    assert_eq!((images[0].width, images[0].height), (16, 4));
+    assert_eq!((images[1].width, images[1].height), (24 + 16, 4));
+    assert_eq!(images[1].header.stamp.sec, 2);
+    assert_eq!(images[1].encoding, "rgb8");
+    assert_eq!(
+        images[1].data.len(),
+        (images[1].step * images[1].height) as usize
+    );
 }

@@ -1,8 +1,10 @@
 //! The embedded transport: ROS 2 over RustDDS (`ros2-client`), no ROS install needed.
 
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use ros2_client::dds::rustdds::DomainParticipant;
 use ros2_client::dds::{Context, ContextOptions, Node as RosNode, Publisher, Subscription};
 use ros2_client::qos::{History, QosProfile};
 use ros2_client::{MessageTypeName, Name, NodeName, NodeOptions};
@@ -41,7 +43,7 @@ pub struct DdsEndpoint {
     args: RosArgs,
     // Dropped after the node: the participant outlives its entities.
     node: RosNode,
-    _context: Context,
+    context: Context,
 }
 
 impl DdsEndpoint {
@@ -65,12 +67,16 @@ impl DdsEndpoint {
         Ok(Self {
             args,
             node,
-            _context: context,
+            context,
         })
     }
 
     pub fn args(&self) -> &RosArgs {
         &self.args
+    }
+
+    fn participant(&self) -> DomainParticipant {
+        self.context.domain_participant()
     }
 
     fn topic<M: RosMessage>(
@@ -111,11 +117,19 @@ impl DdsEndpoint {
     }
 }
 
+/// How long a "does anyone want debug images" answer is reused.
+const SUBSCRIBER_CHECK_PERIOD: Duration = Duration::from_millis(500);
+
 /// The node's publishers.
 struct DdsOutputs {
     features: Publisher<msgs::Features>,
     matches: Publisher<msgs::Matches>,
     diagnostics: Publisher<DiagnosticArray>,
+    debug_image: Publisher<Image>,
+    /// The DDS name of `debug_image`, to count its discovered readers.
+    debug_image_dds_topic: String,
+    participant: DomainParticipant,
+    debug_wanted: Mutex<Option<(Instant, bool)>>,
 }
 
 fn publish<M>(publisher: &Publisher<M>, message: M) -> Result<()>
@@ -138,6 +152,23 @@ impl Outputs for DdsOutputs {
     fn publish_diagnostics(&self, message: DiagnosticArray) -> Result<()> {
         publish(&self.diagnostics, message)
     }
+    fn publish_debug_image(&self, message: Image) -> Result<()> {
+        publish(&self.debug_image, message)
+    }
+    fn wants_debug_image(&self) -> bool {
+        let mut cached = self.debug_wanted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((checked, wanted)) = *cached {
+            if checked.elapsed() < SUBSCRIBER_CHECK_PERIOD {
+                return wanted;
+            }
+        }
+        let wanted =
+            self.participant.discovered_readers().iter().any(|reader| {
+                reader.subscription_topic_data.topic_name == self.debug_image_dds_topic
+            });
+        *cached = Some((Instant::now(), wanted));
+        wanted
+    }
 }
 
 /// Runs the node over DDS until the process ends; returns only on a start-up error.
@@ -148,6 +179,10 @@ pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
         features: endpoint.publisher("features", result_qos())?,
         matches: endpoint.publisher("matches", result_qos())?,
         diagnostics: endpoint.publisher("/diagnostics", result_qos())?,
+        debug_image: endpoint.publisher("debug_image", result_qos())?,
+        debug_image_dds_topic: format!("rt{}", endpoint.args().resolve("debug_image")),
+        participant: endpoint.participant(),
+        debug_wanted: Mutex::new(None),
     };
     let mut subscriptions = Vec::new();
     for (camera, name) in input_topics(config.matching.mode) {

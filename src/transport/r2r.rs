@@ -42,6 +42,7 @@ struct RclOutputs {
     features: PublisherUntyped,
     matches: PublisherUntyped,
     diagnostics: PublisherUntyped,
+    debug_image: PublisherUntyped,
 }
 
 fn publish<M: RosMessage>(publisher: &PublisherUntyped, message: &M) -> Result<()> {
@@ -59,6 +60,14 @@ impl Outputs for RclOutputs {
     }
     fn publish_diagnostics(&self, message: DiagnosticArray) -> Result<()> {
         publish(&self.diagnostics, &message)
+    }
+    fn publish_debug_image(&self, message: Image) -> Result<()> {
+        publish(&self.debug_image, &message)
+    }
+    fn wants_debug_image(&self) -> bool {
+        self.debug_image
+            .get_inter_process_subscription_count()
+            .is_ok_and(|count| count > 0)
     }
 }
 
@@ -93,6 +102,13 @@ pub fn run(default_node_name: &str) -> Result<()> {
         diagnostics: ros
             .create_publisher_untyped("/diagnostics", &rcl_type::<DiagnosticArray>(), results)
             .map_err(rcl_error("cannot publish diagnostics"))?,
+        debug_image: ros
+            .create_publisher_untyped(
+                "debug_image",
+                &rcl_type::<Image>(),
+                QosProfile::sensor_data().keep_last(5),
+            )
+            .map_err(rcl_error("cannot publish debug_image"))?,
     };
     let queue = std::sync::Arc::new(InputQueue::new());
     let mut pool = futures::executor::LocalPool::new();

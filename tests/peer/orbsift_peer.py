@@ -126,6 +126,9 @@ class Peer:
                                   Topic(self.participant, "rt/matches", Matches), qos(True))
         self.diagnostics = DataReader(
             self.participant, Topic(self.participant, "rt/diagnostics", DiagnosticArray), qos(True))
+        self.debug_image = DataReader(self.participant,
+                                      Topic(self.participant, "rt/debug_image", Image), qos(True))
+        self.seen_debug_images = {}
         self.seen_features = {}
         self.seen_matches = {}
         self.last_diagnostics = None
@@ -135,6 +138,9 @@ class Peer:
             self.seen_features[f.header.stamp.sec] = f
         for m in self.matches.take(N=100):
             self.seen_matches[m.header.stamp.sec] = m
+        for image in self.debug_image.take(N=10):
+            self.seen_debug_images[image.header.stamp.sec] = (image.width, image.height,
+                                                              image.encoding, len(image.data))
         for d in self.diagnostics.take(N=100):
             self.last_diagnostics = d
 
@@ -231,7 +237,10 @@ def main():
         m, q, t = peer.seen_matches[sec], peer.seen_features[sec], peer.seen_features[first_sec]
         ok = sum(1 for qi, ti in zip(m.query_idx, m.train_idx)
                  if abs(q.x[qi] - (t.x[ti] + dx)) <= 2.0 and abs(q.y[qi] - (t.y[ti] + dy)) <= 2.0)
-        consistent = {"matches": len(m.query_idx), "consistent": ok, "train_sec": m.train_header.stamp.sec}
+        consistent = {"matches": len(m.query_idx), "consistent": ok, "train_sec": m.train_header.stamp.sec,
+                      "width": w, "height": h}
+    peer.wait_for(lambda: sec in peer.seen_debug_images, 5.0)
+    report["debug_image"] = peer.seen_debug_images.get(sec)
 
     # Malformed frames, each followed by a good one.
     small = grey(os.path.join(args.data, "rubberwhale1.png"))

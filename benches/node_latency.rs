@@ -57,11 +57,15 @@ fn image_message() -> Image {
     }
 }
 
-fn latency(c: &mut Criterion) {
+fn node_config() -> Config {
     let mut config = Config::default();
     config.backend = Backend::Cpu;
     config.matching.mode = MatchMode::None;
-    let mut node = Node::new("bench", config).expect("CPU ORB node");
+    config
+}
+
+fn latency(c: &mut Criterion) {
+    let mut node = Node::new("bench", node_config()).expect("CPU ORB node");
     let image = image_message();
     let mut group = c.benchmark_group("node");
     group.sample_size(30);
@@ -82,6 +86,12 @@ fn latency(c: &mut Criterion) {
             )
         },
     );
+    // The same frame through the extractor alone: the rest is the node's overhead.
+    let gray = msgs::gray_from_image(&image, u64::MAX).expect("a valid frame");
+    let mut extractor = orbsift::create_extractor(&node_config()).expect("CPU ORB");
+    group.bench_function("extraction alone, 640x480 (cpu orb)", |b| {
+        b.iter(|| extractor.extract(black_box(&gray)))
+    });
     group.finish();
 }
 

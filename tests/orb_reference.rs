@@ -285,3 +285,68 @@ fn describe_at_rejects_keypoints_it_cannot_describe() {
     assert!(bad(100.0, 100.0, f32::NAN, 0).contains("angle"));
     assert!(bad(f32::NAN, 100.0, 0.0, 0).contains("inside the level"));
 }
+
+#[test]
+fn top_response_candidates_do_not_depend_on_the_score_map_threshold() {
+    // The map at min_fast_threshold, cut at fast_threshold, gives the same NMS
+    // survivors as the map built at fast_threshold (docs/orb-reference.md §2-3).
+    use orbsift::cpu::candidates::{apply_threshold, local_maxima, DetectionArea};
+    use orbsift::cpu::fast::score_map;
+    let image = load("graf1.png");
+    let (w, h) = (image.width(), image.height());
+    let area = DetectionArea::new(w, h, 31).expect("area");
+    let survivors = |map_threshold: u8| {
+        let mut scores = vec![0; w * h];
+        score_map(image.data(), w, map_threshold, &mut scores);
+        let mut candidates = Vec::new();
+        local_maxima(&scores, w, &area, &mut candidates);
+        apply_threshold(&mut candidates, 20);
+        candidates
+    };
+    let (low, high) = (survivors(7), survivors(20));
+    assert!(high.len() > 100, "{} candidates", high.len());
+    assert_eq!(low, high);
+}
+
+#[test]
+fn stage_views_hold_what_the_stage_functions_compute() {
+    use orbsift::cpu::blur::gaussian_blur;
+    use orbsift::cpu::fast::score_map;
+    use orbsift::cpu::orb::score_map_threshold;
+    use orbsift::cpu::pyramid::{resize, resize_taps, RowCache};
+    let image = load("graf3.png");
+    let config = OrbConfig::default();
+    let mut extractor = OrbExtractor::new(config.clone()).expect("config");
+    let features = extractor.extract(&image).expect("extract");
+    let (level0, level1) = (
+        extractor.level(0).expect("level 0"),
+        extractor.level(1).expect("level 1"),
+    );
+    assert!(level0.image.is_none(), "level 0 is the input itself");
+    let (w, h) = (level1.geometry.width, level1.geometry.height);
+    let mut resized = vec![0; w * h];
+    resize(
+        image.data(),
+        image.width(),
+        &mut resized,
+        &resize_taps(image.width(), w),
+        &resize_taps(image.height(), h),
+        &mut RowCache::default(),
+    );
+    assert_eq!(level1.image, Some(&resized[..]));
+    let mut scores = vec![0; w * h];
+    score_map(&resized, w, score_map_threshold(&config), &mut scores);
+    assert_eq!(level1.scores, &scores[..]);
+    let mut smoothed = vec![0; w * h];
+    gaussian_blur(&resized, w, &mut smoothed, &mut Vec::new());
+    assert_eq!(level1.smoothed, Some(&smoothed[..]));
+    let on_level1 = features
+        .keypoints
+        .octave
+        .iter()
+        .filter(|&&o| o == 1)
+        .count();
+    assert_eq!(level1.keypoints.len(), on_level1);
+    assert_eq!(level1.descriptors.len(), 32 * on_level1);
+    assert!(extractor.level(config.n_levels as usize).is_none());
+}

@@ -61,7 +61,7 @@ impl DetectionArea {
 /// Pixels of `area` whose score is nonzero and strictly greater than all 8
 /// neighbours' (equal neighbours suppress each other), in raster order.
 ///
-/// Survivors of NMS at any threshold `T >= min_fast_threshold` are exactly those
+/// Survivors of NMS at any threshold `T` at or above the map's are exactly those
 /// with `score >= T`: a neighbour below `T` scores less than such a pixel anyway.
 /// The area lies at least one pixel inside the score map.
 pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
@@ -69,19 +69,21 @@ pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut
     for y in area.y0..area.y1 {
         let row = |yy: usize| &scores[yy * width..(yy + 1) * width];
         let (above, here, below) = (row(y - 1), row(y), row(y + 1));
-        let mut x = area.x0;
-        while x < area.x1 {
-            // Corners are sparse: skip 8 zero scores at a time.
-            if x + 8 <= area.x1 && here[x..x + 8].iter().all(|&s| s == 0) {
-                x += 8;
-                continue;
+        // Corners are sparse: skip blocks of zero scores at once.
+        for (i, chunk) in here[area.x0..area.x1].chunks(16).enumerate() {
+            let mut nonzero = chunk
+                .iter()
+                .enumerate()
+                .fold(0u16, |bits, (j, &s)| bits | (u16::from(s != 0) << j));
+            while nonzero != 0 {
+                let x = area.x0 + 16 * i + nonzero.trailing_zeros() as usize;
+                nonzero &= nonzero - 1;
+                let s = here[x];
+                let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
+                if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
+                    out.push(Candidate::new(x, y, s));
+                }
             }
-            let s = here[x];
-            let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
-            if s != 0 && s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
-                out.push(Candidate::new(x, y, s));
-            }
-            x += 1;
         }
     }
 }
@@ -172,7 +174,7 @@ mod tests {
 
     #[test]
     fn nms_reads_neighbours_outside_the_area_and_skips_zero_runs() {
-        // 20 wide so the 8-pixel skip runs; the 9 outside the area suppresses the 4,
+        // 20 wide so a 16-pixel block is skipped; the 9 outside the area suppresses the 4,
         // and the 3 outside the area is no candidate.
         let mut scores = vec![0u8; 20 * 5];
         scores[2 * 20 + 12] = 8;

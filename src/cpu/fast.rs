@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
+use super::blocks::{block, block_starts};
+
 /// The ring as `(dx, dy)`, in OpenCV's `offsets16` order.
 pub const RING: [(isize, isize); 16] = [
     (0, 3),
@@ -67,18 +69,42 @@ fn arc_lookup(table: &[u64; ARC_WORDS], mask: u16) -> bool {
     (table[usize::from(mask) / 64] >> (mask % 64)) & 1 != 0
 }
 
-/// Bit `i` of `bright` is `ring[i] > c + t`, of `dark` is `ring[i] < c - t`.
+/// Bit `i` of `bright` is `ring[i] > c + t`, of `dark` is `ring[i] < c - t`
+/// (saturating `c ± t` in u8 compares exactly as the unsaturated i32 comparison of
+/// the spec does: `c + t > 255` leaves no ring pixel brighter, `c < t` none darker).
 pub fn ring_masks(centre: u8, ring: &[u8; 16], threshold: u8) -> (u16, u16) {
-    let (c, t) = (i32::from(centre), i32::from(threshold));
-    ring.iter()
-        .enumerate()
-        .fold((0, 0), |(bright, dark), (i, &r)| {
-            let r = i32::from(r);
+    let (hi, lo) = (
+        centre.saturating_add(threshold),
+        centre.saturating_sub(threshold),
+    );
+    // The compiler keeps these 16 compares scalar; on x86-64 one vector compare and
+    // a movemask per mask do it.
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86-64 baseline, and the unaligned load reads
+        // exactly the 16 bytes of `ring`.
+        unsafe {
+            let r = _mm_loadu_si128(ring.as_ptr().cast());
+            let (hi, lo) = (_mm_set1_epi8(hi as i8), _mm_set1_epi8(lo as i8));
+            // Unsigned bytes: r <= hi iff max(r, hi) == hi; r >= lo iff min(r, lo) == lo.
+            let not_bright = _mm_cmpeq_epi8(_mm_max_epu8(r, hi), hi);
+            let not_dark = _mm_cmpeq_epi8(_mm_min_epu8(r, lo), lo);
             (
-                bright | (u16::from(r > c + t) << i),
-                dark | (u16::from(r < c - t) << i),
+                !(_mm_movemask_epi8(not_bright) as u16),
+                !(_mm_movemask_epi8(not_dark) as u16),
             )
-        })
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (mut bright, mut dark) = (0u16, 0u16);
+        for (i, &r) in ring.iter().enumerate() {
+            bright |= u16::from(r > hi) << i;
+            dark |= u16::from(r < lo) << i;
+        }
+        (bright, dark)
+    }
 }
 
 /// Whether the pixel is a corner at the threshold its masks were built with.
@@ -92,37 +118,43 @@ pub fn is_corner(table: &[u64; ARC_WORDS], bright: u16, dark: u16) -> bool {
 /// `min(r - c)` or `min(c - r)`, minus 1 — the largest `t` at which the pixel is a
 /// corner (negative when it is not one even at `t = 0`).
 pub fn corner_score(centre: u8, ring: &[u8; 16]) -> i32 {
-    let diff = ring.map(|r| i32::from(centre) - i32::from(r));
-    let best = (0..16)
-        .map(|start| {
-            let arc = (0..MIN_ARC as usize).map(|k| diff[(start + k) % 16]);
-            let (lo, hi) = arc.fold((i32::MAX, i32::MIN), |(lo, hi), d| (lo.min(d), hi.max(d)));
-            lo.max(-hi)
-        })
-        .max()
-        .unwrap_or(0);
-    best - 1
+    corner_score_one_side(centre, ring, true).max(corner_score_one_side(centre, ring, false))
+}
+
+/// [`corner_score`] over the arcs of one side only (`c - r` on the dark side, `r - c`
+/// on the bright one). A corner is a corner on one side only (9 + 9 > 16), and that
+/// side's arcs hold the score.
+fn corner_score_one_side(centre: u8, ring: &[u8; 16], dark: bool) -> i32 {
+    let sign = if dark { 1 } else { -1 };
+    // i16 lanes: SSE2 has 16-bit min/max, not 32-bit ones.
+    let diff = ring.map(|r| sign * (i16::from(centre) - i16::from(r)));
+    i32::from(best_arc_minimum(&diff)) - 1
+}
+
+/// `max` over the 16 circular arcs of 9 values of the arc's `min`, from minima of
+/// runs of 2, 4 and 8 (a run of 9 is a run of 8 and the value after it).
+fn best_arc_minimum(v: &[i16; 16]) -> i16 {
+    let runs = |shorter: &[i16; 16], step: usize| {
+        std::array::from_fn::<i16, 16, _>(|i| shorter[i].min(shorter[(i + step) % 16]))
+    };
+    let run8 = runs(&runs(&runs(v, 1), 2), 4);
+    (0..16)
+        .map(|i| run8[i].min(v[(i + 8) % 16]))
+        .fold(i16::MIN, i16::max)
 }
 
 /// Pixels counted at once; the loops over them vectorise.
 const LANES: usize = 32;
 
-fn lanes(row: &[u8], start: usize) -> &[u8; LANES] {
-    row[start..start + LANES]
-        .try_into()
-        .expect("a slice of LANES bytes")
-}
-
 /// Bit `j` is set when pixel `start + j` has at least 9 ring pixels brighter than
-/// `c + t` or at least 9 darker than `c - t` (saturating `c ± t` in u8 compares
-/// exactly as the unsaturated i32 comparison of the spec does).
+/// `c + t` or at least 9 darker than `c - t` (saturating as in [`ring_masks`]).
 fn lanes_with_enough_ring(centre: &[u8], ring: &[&[u8]; 16], start: usize, t: u8) -> u32 {
-    let c = lanes(centre, start);
+    let c = block::<LANES, _>(centre, start);
     let hi = c.map(|c| c.saturating_add(t));
     let lo = c.map(|c| c.saturating_sub(t));
     let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
     for ring_row in ring {
-        let r = lanes(ring_row, start);
+        let r = block::<LANES, _>(ring_row, start);
         for j in 0..LANES {
             bright[j] += u8::from(r[j] > hi[j]);
             dark[j] += u8::from(r[j] < lo[j]);
@@ -156,17 +188,16 @@ fn score_row(
         let (bright, dark) = ring_masks(centre[x], &values, threshold);
         if is_corner(table, bright, dark) {
             // A corner at `threshold >= 1` has a score in threshold..=254.
-            out[x] = corner_score(centre[x], &values) as u8;
+            let on_dark_side = dark.count_ones() >= MIN_ARC;
+            out[x] = corner_score_one_side(centre[x], &values, on_dark_side) as u8;
         }
     };
     if inner < LANES {
         (0..inner).for_each(score_pixel);
         return;
     }
-    // The last block overlaps the one before it so every block is full; pixels in
-    // both are scored twice, to the same value.
-    let starts = (0..inner - LANES).step_by(LANES).chain([inner - LANES]);
-    for start in starts {
+    // Pixels in two overlapping blocks are scored twice, to the same value.
+    for start in block_starts(inner, LANES) {
         let mut bits = lanes_with_enough_ring(centre, &ring, start, threshold);
         while bits != 0 {
             score_pixel(start + bits.trailing_zeros() as usize);
@@ -175,11 +206,11 @@ fn score_row(
     }
 }
 
-/// The score map of one level: `scores[y * width + x] = s(p)` for
-/// `threshold = min_fast_threshold` (`s >= threshold` on corners, 0 elsewhere and
-/// on the 3-pixel border). Rows run in parallel.
+/// The score map of one level built at `threshold` (`T_map` of the spec):
+/// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
+/// on the 3-pixel border. Rows run in parallel.
 pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
-    let height = if width == 0 { 0 } else { image.len() / width };
+    let height = image.len().checked_div(width).unwrap_or(0);
     if width <= 2 * RING_RADIUS || height <= 2 * RING_RADIUS {
         scores.fill(0);
         return;
@@ -224,6 +255,18 @@ pub(crate) mod tests {
     fn table_corner(centre: u8, ring: &[u8; 16], t: u8) -> bool {
         let (bright, dark) = ring_masks(centre, ring, t);
         is_corner(arc_table(), bright, dark)
+    }
+
+    proptest! {
+        #[test]
+        fn masks_hold_one_bit_per_ring_pixel(centre: u8, ring: [u8; 16], t in 0u8..=254) {
+            let (bright, dark) = ring_masks(centre, &ring, t);
+            for (i, &r) in ring.iter().enumerate() {
+                let (c, t, r) = (i32::from(centre), i32::from(t), i32::from(r));
+                prop_assert_eq!(bright >> i & 1 == 1, r > c + t);
+                prop_assert_eq!(dark >> i & 1 == 1, r < c - t);
+            }
+        }
     }
 
     #[test]

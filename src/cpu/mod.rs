@@ -1,5 +1,6 @@
 //! The CPU reference backend: exact, documented (docs/orb-reference.md), parallel with rayon.
 
+pub mod blocks;
 pub mod blur;
 pub mod brief;
 pub mod candidates;

@@ -62,10 +62,10 @@ pub struct LevelView<'a> {
     pub geometry: LevelGeometry,
     /// The level's pixels (`None` for level 0: the input image).
     pub image: Option<&'a [u8]>,
-    /// FAST scores at `min_fast_threshold`, one per pixel.
+    /// FAST scores at [`score_map_threshold`], one per pixel.
     pub scores: &'a [u8],
-    /// The smoothed level; empty when the level has no keypoint.
-    pub smoothed: &'a [u8],
+    /// The smoothed level (`None` when the level has no keypoint: it is not smoothed).
+    pub smoothed: Option<&'a [u8]>,
     pub keypoints: &'a [LevelKeypoint],
     /// `DESCRIPTOR_BYTES` per keypoint.
     pub descriptors: &'a [u8],
@@ -178,7 +178,7 @@ impl OrbExtractor {
             geometry: level.work.geometry,
             image: level.taps.as_ref().map(|_| &level.image[..]),
             scores: &level.work.scores,
-            smoothed: &level.work.smoothed,
+            smoothed: (!level.work.keypoints.is_empty()).then_some(&level.work.smoothed[..]),
             keypoints: &level.work.keypoints,
             descriptors: &level.work.descriptors,
         })
@@ -236,6 +236,15 @@ impl OrbExtractor {
     }
 }
 
+/// The threshold the score map is built with: only the grid's retry looks below
+/// `fast_threshold` (docs/orb-reference.md §2).
+pub fn score_map_threshold(config: &OrbConfig) -> u8 {
+    match config.distribution {
+        Distribution::Grid => config.min_fast_threshold as u8,
+        Distribution::TopResponse => config.fast_threshold as u8,
+    }
+}
+
 impl LevelWork {
     fn smooth(&mut self, pixels: &[u8]) {
         self.smoothed.resize(pixels.len(), 0);
@@ -256,12 +265,7 @@ impl LevelWork {
         };
         let width = self.geometry.width;
         let fast_threshold = config.fast_threshold as u8;
-        score_map(
-            pixels,
-            width,
-            config.min_fast_threshold as u8,
-            &mut self.scores,
-        );
+        score_map(pixels, width, score_map_threshold(config), &mut self.scores);
         local_maxima(&self.scores, width, &area, &mut self.candidates);
         let candidates = &mut self.candidates;
         let rank_by_harris = config.score == OrbScore::Harris;

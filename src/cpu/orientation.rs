@@ -83,10 +83,10 @@ mod tests {
     fn umax_is_opencvs_table_and_symmetric() {
         let umax = umax();
         // Points (u, v) of the patch, mirrored across the diagonal, stay in it.
-        for v in 0..=PATCH_RADIUS {
-            for u in 0..=umax[v] {
+        for (v, &reach) in umax.iter().enumerate() {
+            for (u, &reach_of_u) in umax.iter().enumerate().take(reach + 1) {
                 assert!(
-                    v <= umax[u],
+                    v <= reach_of_u,
                     "({u}, {v}) in the patch but ({v}, {u}) is not"
                 );
             }

@@ -72,10 +72,11 @@ pub fn resize_taps(src_len: usize, dst_len: usize) -> ResizeTaps {
 }
 
 /// Two horizontally interpolated source rows, kept so each source row is
-/// interpolated once even though consecutive destination rows share it.
+/// interpolated once even though consecutive destination rows share it. Values
+/// are at most `255 · 256` and fit u16, which keeps the vertical pass cheap.
 #[derive(Default)]
 pub struct RowCache {
-    rows: [Vec<u32>; 2],
+    rows: [Vec<u16>; 2],
     ids: [Option<usize>; 2],
 }
 
@@ -92,8 +93,8 @@ impl RowCache {
                 .map(|(&first, &w1)| {
                     let s = first as usize;
                     let w1 = u32::from(w1);
-                    (WEIGHT_ONE - w1) * u32::from(src_row[s])
-                        + w1 * u32::from(src_row[(s + 1).min(last)])
+                    ((WEIGHT_ONE - w1) * u32::from(src_row[s])
+                        + w1 * u32::from(src_row[(s + 1).min(last)])) as u16
                 }),
         );
         self.ids[slot] = Some(id);
@@ -131,9 +132,10 @@ pub fn resize(
         if cache.ids[1] != Some(bottom) {
             cache.fill(1, src_row(bottom), x_taps, bottom);
         }
-        let (w1, w0) = (u32::from(w1), WEIGHT_ONE - u32::from(w1));
+        let w0 = (WEIGHT_ONE - u32::from(w1)) as u16;
         for ((o, &a), &b) in out.iter_mut().zip(&cache.rows[0]).zip(&cache.rows[1]) {
-            *o = ((w0 * a + w1 * b + (1 << 15)) >> 16) as u8;
+            let sum = u32::from(w0) * u32::from(a) + u32::from(w1) * u32::from(b);
+            *o = ((sum + (1 << 15)) >> 16) as u8;
         }
     }
 }

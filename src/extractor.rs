@@ -16,12 +16,6 @@ pub trait Extractor: Send {
 
     /// The device that runs it, e.g. the GPU's name or `"cpu (16 threads)"`.
     fn device_name(&self) -> String;
-
-    /// Milliseconds the last `extract` spent copying the frame to the device; 0 where
-    /// there is no copy (the CPU, unified memory). `orbsift bench` reports it.
-    fn last_upload_ms(&self) -> f64 {
-        0.0
-    }
 }
 
 /// Finds correspondences between two feature sets of the same descriptor kind.

@@ -98,10 +98,20 @@ fn extract_writes_every_field_with_sane_values() {
     let image = data("graf1.png");
     let json = extract(&dir, &image, &[]);
     check_features(&json, &image, 800, 640, 2000);
-    // PGM and JPEG inputs are read too.
-    for (name, w, h) in [("box.pgm", 324, 223), ("leuvenA.jpg", 751, 563)] {
-        let json = extract(&dir, &data(name), &[]);
-        check_features(&json, &data(name), w, h, 2000);
+    // PGM, JPEG and (colour) PPM inputs are read too.
+    let ppm = dir.path().join("rubberwhale1.ppm");
+    image::open(data("rubberwhale1.png"))
+        .unwrap()
+        .into_rgb8()
+        .save(&ppm)
+        .unwrap();
+    for (path, w, h) in [
+        (data("box.pgm"), 324, 223),
+        (data("leuvenA.jpg"), 751, 563),
+        (ppm, 584, 388),
+    ] {
+        let json = extract(&dir, &path, &[]);
+        check_features(&json, &path, w, h, 2000);
     }
 }
 
@@ -382,6 +392,10 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
         (extract(&["--set", "orb.bogus=1"], &graf), "orb.bogus"),
         (extract(&["--set", "novalue"], &graf), "novalue"),
         (extract(&["--algo", "surf"], &graf), "surf"),
+        (
+            extract(&["--set", "max_image_pixels=100000"], &graf),
+            "max_image_pixels",
+        ),
         (
             vec![
                 "match".into(),

@@ -1,16 +1,22 @@
 //! The CPU extractor and matcher together on real images, where the right answer is
-//! known without trusting our own code: a frame against itself, and a frame against
-//! an exact 90 degree rotation of itself.
+//! known without trusting our own code: a frame against itself, a frame against an
+//! exact 90 degree rotation of itself, and Lowe's own SIFT descriptors against a
+//! reversed copy.
 
 use std::path::PathBuf;
 
-use orbsift::{Backend, Config, Features, GrayImage, Match};
+use orbsift::{
+    Backend, Config, DescriptorKind, Descriptors, Features, GrayImage, Keypoints, Match,
+};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
 
 fn image(name: &str) -> GrayImage {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    GrayImage::open(&path).unwrap()
+    GrayImage::open(&data(name)).unwrap()
 }
 
 fn cpu_config() -> Config {
@@ -91,6 +97,63 @@ fn matches_to_a_rotated_copy_follow_the_rotation() {
     assert!(
         correct * 10 >= matches.len() * 9,
         "{correct} of {}",
+        matches.len()
+    );
+}
+
+/// Lowe's descriptors for box.pgm: header `N 128`, then per keypoint
+/// `row col scale orientation` and 128 integers.
+fn lowe_box_descriptors() -> Vec<Vec<u8>> {
+    let text = std::fs::read_to_string(data("box.sift")).unwrap();
+    let mut tokens = text.split_whitespace();
+    let mut next = || tokens.next().unwrap();
+    let n: usize = next().parse().unwrap();
+    assert_eq!(next(), "128");
+    (0..n)
+        .map(|_| {
+            let _frame: Vec<&str> = (0..4).map(|_| next()).collect();
+            (0..128).map(|_| next().parse().unwrap()).collect()
+        })
+        .collect()
+}
+
+fn sift_features(descriptors: &[Vec<u8>]) -> Features {
+    let mut keypoints = Keypoints::with_capacity(descriptors.len());
+    for _ in descriptors {
+        keypoints.push(0.0, 0.0, 1.0, 0.0, 0.0, 0);
+    }
+    Features {
+        width: 324,
+        height: 223,
+        keypoints,
+        descriptors: Descriptors {
+            kind: DescriptorKind::Sift128U8,
+            data: descriptors.concat(),
+        },
+    }
+}
+
+#[test]
+fn lowe_sift_descriptors_find_their_reversed_copies() {
+    let descriptors = lowe_box_descriptors();
+    let n = descriptors.len();
+    assert_eq!(n, 638);
+    let reversed: Vec<Vec<u8>> = descriptors.iter().rev().cloned().collect();
+    let matches = match_features(
+        &cpu_config(),
+        &sift_features(&descriptors),
+        &sift_features(&reversed),
+    );
+    assert!(
+        matches
+            .iter()
+            .all(|m| m.train as usize == n - 1 - m.query as usize && m.distance == 0.0),
+        "a descriptor matched another one"
+    );
+    // Only exact duplicates among Lowe's descriptors may fail the ratio test.
+    assert!(
+        matches.len() * 100 >= n * 99,
+        "{} of {n} matched",
         matches.len()
     );
 }

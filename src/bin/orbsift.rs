@@ -12,6 +12,10 @@ use orbsift::draw::draw_matches;
 use orbsift::report::{write_json, FeaturesReport, MatchReport};
 use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage, Result};
 
+// The bench lives beside this file, out of the way of bin-target discovery.
+#[path = "orbsift/bench.rs"]
+mod bench;
+
 /// ORB and SIFT feature extraction and matching on NVIDIA GPUs, with a CPU reference.
 #[derive(Parser)]
 #[command(name = "orbsift", version, arg_required_else_help = true)]
@@ -128,7 +132,7 @@ fn run(command: Command) -> Result<()> {
     match command {
         Command::Extract { params, out, image } => {
             let config = params.load()?;
-            let gray = GrayImage::open(&image)?;
+            let gray = open_image(&image, &config)?;
             let mut extractor = orbsift::create_extractor(&config)?;
             let features = extract_logged(extractor.as_mut(), &gray, &image)?;
             let report = FeaturesReport::new(
@@ -147,7 +151,7 @@ fn run(command: Command) -> Result<()> {
             b,
         } => {
             let config = params.load()?;
-            let (gray_a, gray_b) = (GrayImage::open(&a)?, GrayImage::open(&b)?);
+            let (gray_a, gray_b) = (open_image(&a, &config)?, open_image(&b, &config)?);
             let mut extractor = orbsift::create_extractor(&config)?;
             let features_a = extract_logged(extractor.as_mut(), &gray_a, &a)?;
             let features_b = extract_logged(extractor.as_mut(), &gray_b, &b)?;
@@ -181,7 +185,7 @@ fn run(command: Command) -> Result<()> {
         } => {
             let config = params.load()?;
             let source = match &image {
-                Some(path) => GrayImage::open(path)?,
+                Some(path) => open_image(path, &config)?,
                 None => GrayImage::decode(BUILT_IN_IMAGE, Path::new(BUILT_IN_IMAGE_NAME))?,
             };
             let mut pool = rayon::ThreadPoolBuilder::new();
@@ -207,6 +211,22 @@ fn run(command: Command) -> Result<()> {
 /// benchmarks anywhere.
 const BUILT_IN_IMAGE: &[u8] = include_bytes!("../../tests/data/leuvenA.jpg");
 const BUILT_IN_IMAGE_NAME: &str = "leuvenA.jpg (built in)";
+
+/// Opens an image, refusing one of more than `max_image_pixels` from its header,
+/// before decoding allocates for it.
+fn open_image(path: &Path, config: &Config) -> Result<GrayImage> {
+    // An unreadable header is left to `GrayImage::open`, which names the problem.
+    if let Ok((width, height)) = image::image_dimensions(path) {
+        if u64::from(width) * u64::from(height) > config.max_image_pixels {
+            return Err(Error::InvalidImage(format!(
+                "{}: {width}x{height} has more pixels than max_image_pixels = {}",
+                path.display(),
+                config.max_image_pixels
+            )));
+        }
+    }
+    GrayImage::open(path)
+}
 
 fn extract_logged(
     extractor: &mut dyn Extractor,
@@ -260,125 +280,4 @@ fn one_line_usage_error(err: &clap::Error) -> String {
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-mod bench {
-    //! `orbsift bench`: a table for people and one `BENCH ...` line per size for scripts.
-
-    use std::io::Write;
-    use std::time::Instant;
-
-    use orbsift::{Config, GrayImage, Result};
-
-    const SIZES: [(usize, usize); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
-    const WARM_UP_RUNS: usize = 3;
-
-    /// Milliseconds of repeated runs.
-    struct Timings(Vec<f64>);
-
-    impl Timings {
-        fn median(&self) -> f64 {
-            let mut sorted = self.0.clone();
-            sorted.sort_by(f64::total_cmp);
-            let n = sorted.len();
-            if n % 2 == 1 {
-                sorted[n / 2]
-            } else {
-                (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-            }
-        }
-
-        fn min(&self) -> f64 {
-            self.0.iter().copied().fold(f64::INFINITY, f64::min)
-        }
-    }
-
-    fn time_ms<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
-        let start = Instant::now();
-        let value = f()?;
-        Ok((value, start.elapsed().as_secs_f64() * 1e3))
-    }
-
-    pub fn run(config: &Config, source: &GrayImage, iterations: usize) -> Result<()> {
-        let mut out = std::io::stdout().lock();
-        let mut extractor = orbsift::create_extractor(config)?;
-        let mut matcher = orbsift::create_matcher(config)?;
-        let device = extractor.device_name();
-        let (algo, backend) = (config.algorithm.name(), extractor.backend_name());
-        writeln!(out, "{algo} on {backend} ({device}), {iterations} iterations after {WARM_UP_RUNS} warm-up runs")
-            .map_err(super::stdout_error)?;
-        writeln!(
-            out,
-            "{:>10} {:>9} {:>14} {:>11} {:>14} {:>12} {:>9}",
-            "size",
-            "keypoints",
-            "extract median",
-            "extract min",
-            "upload median",
-            "match median",
-            "match min"
-        )
-        .map_err(super::stdout_error)?;
-        let mut machine_lines = Vec::new();
-        for (width, height) in SIZES {
-            let frame = resized(source, width, height)?;
-            let mut features = extractor.extract(&frame)?;
-            for _ in 1..WARM_UP_RUNS {
-                features = extractor.extract(&frame)?;
-            }
-            matcher.match_features(&features, &features)?;
-            let (mut extract, mut upload, mut matching) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..iterations {
-                let (f, ms) = time_ms(|| extractor.extract(&frame))?;
-                extract.push(ms);
-                upload.push(extractor.last_upload_ms());
-                matching.push(time_ms(|| matcher.match_features(&f, &f))?.1);
-                features = f;
-            }
-            let (extract, upload, matching) =
-                (Timings(extract), Timings(upload), Timings(matching));
-            writeln!(
-                out,
-                "{:>10} {:>9} {:>11.3} ms {:>8.3} ms {:>11.3} ms {:>9.3} ms {:>6.3} ms",
-                format!("{width}x{height}"),
-                features.len(),
-                extract.median(),
-                extract.min(),
-                upload.median(),
-                matching.median(),
-                matching.min()
-            )
-            .map_err(super::stdout_error)?;
-            machine_lines.push(format!(
-                "BENCH algo={algo} backend={backend} device=\"{device}\" size={width}x{height} features={} \
-                 extract_ms_median={:.3} extract_ms_min={:.3} upload_ms_median={:.3} match_ms_median={:.3}",
-                features.len(),
-                extract.median(),
-                extract.min(),
-                upload.median(),
-                matching.median()
-            ));
-        }
-        for line in machine_lines {
-            writeln!(out, "{line}").map_err(super::stdout_error)?;
-        }
-        Ok(())
-    }
-
-    /// `source` stretched to `width` x `height` with bilinear filtering.
-    fn resized(source: &GrayImage, width: usize, height: usize) -> Result<GrayImage> {
-        let buffer = image::GrayImage::from_raw(
-            source.width() as u32,
-            source.height() as u32,
-            source.data().to_vec(),
-        )
-        .expect("a GrayImage holds width * height bytes");
-        let out = image::imageops::resize(
-            &buffer,
-            width as u32,
-            height as u32,
-            image::imageops::FilterType::Triangle,
-        );
-        GrayImage::new(width, height, out.into_raw())
-    }
 }

@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use orbsift::config::MatchMode;
 use orbsift::msgs::{self, DiagnosticArray, Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node, Outputs};
-use orbsift::{Backend, Config, GrayImage, Result};
+use orbsift::{Backend, Config, GrayImage, MatchConfig, Result};
 
 /// Encodes every message to CDR, the work a transport does before sending.
 struct EncodingOutputs;
@@ -58,10 +58,14 @@ fn image_message() -> Image {
 }
 
 fn node_config() -> Config {
-    let mut config = Config::default();
-    config.backend = Backend::Cpu;
-    config.matching.mode = MatchMode::None;
-    config
+    Config {
+        backend: Backend::Cpu,
+        matching: MatchConfig {
+            mode: MatchMode::None,
+            ..MatchConfig::default()
+        },
+        ..Config::default()
+    }
 }
 
 fn latency(c: &mut Criterion) {

@@ -286,7 +286,12 @@ impl OrbConfig {
 impl SiftConfig {
     pub fn validate(&self) -> Result<()> {
         check_range("sift.n_octave_layers", self.n_octave_layers, 1, 10)?;
-        check_range("sift.contrast_threshold", self.contrast_threshold, 1e-6, 1.0)?;
+        check_range(
+            "sift.contrast_threshold",
+            self.contrast_threshold,
+            1e-6,
+            1.0,
+        )?;
         check_range("sift.edge_threshold", self.edge_threshold, 1.0, 1e3)?;
         check_range("sift.sigma", self.sigma, 0.1, 10.0)?;
         check_range("sift.max_features", self.max_features, 0, 1_000_000)
@@ -427,10 +432,12 @@ fn nest(dotted: &str, leaf: Value) -> Value {
 
 /// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
 fn parse_override(item: &str) -> Result<Value> {
-    let (key, raw) = item.split_once('=').ok_or_else(|| Error::InvalidParameter {
-        name: item.to_string(),
-        reason: "expected key=value".into(),
-    })?;
+    let (key, raw) = item
+        .split_once('=')
+        .ok_or_else(|| Error::InvalidParameter {
+            name: item.to_string(),
+            reason: "expected key=value".into(),
+        })?;
     let key = key.trim();
     if key.is_empty() {
         return Err(invalid(item, "empty parameter name"));

@@ -116,7 +116,9 @@ impl GrayImage {
         let needed = step
             .checked_mul(height - 1)
             .and_then(|n| n.checked_add(row_bytes))
-            .ok_or_else(|| Error::InvalidImage(format!("step {step} x height {height} overflows")))?;
+            .ok_or_else(|| {
+                Error::InvalidImage(format!("step {step} x height {height} overflows"))
+            })?;
         if data.len() < needed {
             return Err(Error::InvalidImage(format!(
                 "data has {} bytes, {width}x{height} {encoding:?} with step {step} needs {needed}",
@@ -128,10 +130,12 @@ impl GrayImage {
             let row = &row[..row_bytes];
             match encoding {
                 Encoding::Mono8 => out.extend_from_slice(row),
-                Encoding::Mono16 => out.extend(
-                    row.chunks_exact(2)
-                        .map(|p| if big_endian { p[0] } else { p[1] }),
-                ),
+                Encoding::Mono16 => {
+                    out.extend(
+                        row.chunks_exact(2)
+                            .map(|p| if big_endian { p[0] } else { p[1] }),
+                    )
+                }
                 Encoding::Rgb8 => out.extend(row.chunks_exact(3).map(|p| luma(p[0], p[1], p[2]))),
                 Encoding::Bgr8 => out.extend(row.chunks_exact(3).map(|p| luma(p[2], p[1], p[0]))),
                 Encoding::Rgba8 => out.extend(row.chunks_exact(4).map(|p| luma(p[0], p[1], p[2]))),

@@ -11,6 +11,7 @@ mod stereo;
 mod throttle;
 
 pub use input::{Camera, Frame, InputQueue, Taken};
+pub use throttle::Throttle;
 
 use std::time::Duration;
 
@@ -22,7 +23,6 @@ use crate::msgs::{self, DiagnosticArray, Header, Image};
 use crate::types::Match;
 use stats::{Identity, Stats};
 use stereo::{Extracted, StereoPairer};
-use throttle::Throttle;
 
 /// How often diagnostics are published.
 pub const DIAGNOSTICS_PERIOD: Duration = Duration::from_secs(1);

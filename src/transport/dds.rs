@@ -13,7 +13,7 @@ use super::RosArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{input_topics, Frame, InputQueue, Node, Outputs};
+use crate::node::{input_topics, Frame, InputQueue, Node, Outputs, Throttle};
 
 fn transport_error<E>(what: impl Into<String>) -> impl FnOnce(E) -> Error
 where
@@ -194,14 +194,16 @@ pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
     std::thread::scope(|scope| {
         scope.spawn(|| node.run(&queue, &outputs));
         let receivers = subscriptions.iter().map(|(camera, subscription)| {
-            subscription.async_stream().for_each(|received| {
+            let queue = &queue;
+            let mut unreadable = Throttle::new(Duration::from_secs(2));
+            subscription.async_stream().for_each(move |received| {
                 match received {
                     Ok((image, _info)) => queue.put(Frame {
                         camera: *camera,
                         image,
                         received: Instant::now(),
                     }),
-                    Err(err) => log::warn!("cannot read an image message: {err}"),
+                    Err(err) => unreadable.warn(&format!("cannot read an image message: {err}")),
                 }
                 futures::future::ready(())
             })

@@ -171,8 +171,22 @@ impl Outputs for DdsOutputs {
     }
 }
 
-/// Runs the node over DDS until the process ends; returns only on a start-up error.
+/// Resolves on SIGINT or SIGTERM (what `ros2 launch` sends on shutdown).
+fn termination_signal() -> Result<futures::channel::oneshot::Receiver<()>> {
+    let (sender, receiver) = futures::channel::oneshot::channel();
+    let sender = Mutex::new(Some(sender));
+    ctrlc::set_handler(move || {
+        if let Some(sender) = sender.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = sender.send(());
+        }
+    })
+    .map_err(transport_error("cannot install the SIGINT/SIGTERM handler"))?;
+    Ok(receiver)
+}
+
+/// Runs the node over DDS until SIGINT or SIGTERM; returns early only on a start-up error.
 pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
+    let stop = termination_signal()?;
     let mut node = Node::new(&args.fully_qualified_name(), config.clone())?;
     let mut endpoint = DdsEndpoint::new(args, domain_id)?;
     let outputs = DdsOutputs {
@@ -208,8 +222,11 @@ pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
                 futures::future::ready(())
             })
         });
-        futures::executor::block_on(futures::future::join_all(receivers));
+        let receiving = futures::future::join_all(receivers);
+        futures::executor::block_on(futures::future::select(Box::pin(receiving), stop));
+        log::info!("shutting down");
         queue.close();
     });
+    // The endpoint drops here, after the runtime: the participant says goodbye to its peers.
     Ok(())
 }

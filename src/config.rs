@@ -175,6 +175,31 @@ impl Default for MatchConfig {
     }
 }
 
+/// Where the node's frames come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputSource {
+    /// `sensor_msgs/Image` topics.
+    Topic,
+    /// A camera or video opened by the node itself.
+    Camera,
+}
+
+/// The node's input (the CLI ignores it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputConfig {
+    pub source: InputSource,
+}
+
+impl Default for InputConfig {
+    fn default() -> Self {
+        Self {
+            source: InputSource::Topic,
+        }
+    }
+}
+
 /// All parameters, grouped as their dotted names are.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -187,6 +212,7 @@ pub struct Config {
     pub orb: OrbConfig,
     pub sift: SiftConfig,
     pub matching: MatchConfig,
+    pub input: InputConfig,
 }
 
 impl Default for Config {
@@ -199,6 +225,7 @@ impl Default for Config {
             orb: OrbConfig::default(),
             sift: SiftConfig::default(),
             matching: MatchConfig::default(),
+            input: InputConfig::default(),
         }
     }
 }

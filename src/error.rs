@@ -77,6 +77,23 @@ pub enum Error {
         source: cudarc::nvrtc::result::NvrtcError,
     },
 
+    #[error("CDR encoding of a {message} message failed: {source}")]
+    Cdr {
+        message: &'static str,
+        #[source]
+        source: cdr::Error,
+    },
+
+    #[error("ROS transport: {what}: {source}")]
+    Transport {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    #[error("bad ROS arguments: {0}")]
+    RosArgs(String),
+
     #[error("keypoint {index}: {reason}")]
     InvalidKeypoint { index: usize, reason: String },
 

@@ -20,7 +20,10 @@ pub mod draw;
 pub mod error;
 pub mod extractor;
 pub mod image;
+pub mod msgs;
+pub mod node;
 pub mod report;
+pub mod transport;
 pub mod types;
 
 pub use backend::{create_extractor, create_matcher};

@@ -1,0 +1,52 @@
+//! Between messages and the library's types.
+
+use super::{Features, Header, Image};
+use crate::config::Algorithm;
+use crate::error::{Error, Result};
+use crate::image::{Encoding, GrayImage, RawFrame};
+use crate::types;
+
+/// Converts a `sensor_msgs/Image` to grey, rejecting frames of more than
+/// `max_pixels` pixels before converting anything.
+pub fn gray_from_image(image: &Image, max_pixels: u64) -> Result<GrayImage> {
+    let encoding = Encoding::parse(&image.encoding)?;
+    let pixels = image.width as u64 * image.height as u64;
+    if pixels > max_pixels {
+        return Err(Error::InvalidImage(format!(
+            "{}x{} has {pixels} pixels, more than max_image_pixels = {max_pixels}",
+            image.width, image.height
+        )));
+    }
+    GrayImage::from_raw(&RawFrame {
+        encoding,
+        width: image.width as usize,
+        height: image.height as usize,
+        step: image.step as usize,
+        big_endian: image.is_bigendian != 0,
+        data: &image.data,
+    })
+}
+
+/// The Features message for `features`, extracted by `algorithm` from the image of `header`.
+pub fn features_message(
+    header: Header,
+    algorithm: Algorithm,
+    features: &types::Features,
+) -> Features {
+    let keypoints = &features.keypoints;
+    Features {
+        header,
+        image_width: features.width as u32,
+        image_height: features.height as u32,
+        algorithm: algorithm.name().to_string(),
+        x: keypoints.x.clone(),
+        y: keypoints.y.clone(),
+        size: keypoints.size.clone(),
+        angle: keypoints.angle.clone(),
+        response: keypoints.response.clone(),
+        octave: keypoints.octave.clone(),
+        descriptor_type: features.descriptors.kind.name().to_string(),
+        descriptor_size: features.descriptors.kind.bytes() as u32,
+        descriptors: features.descriptors.data.clone(),
+    }
+}

@@ -1,0 +1,51 @@
+//! ROS 2 message structs shared by every transport, and their CDR encoding.
+//!
+//! Field order is the wire order: CDR has no field names, so each struct mirrors
+//! its `.msg` file exactly (a test checks ours against `msgs/orbsift_msgs/msg`).
+//! Bytes are little-endian CDR behind the 4-byte encapsulation header, the form
+//! rmw implementations put on the wire and r2r's untyped API exchanges.
+
+mod convert;
+mod orbsift;
+mod standard;
+
+pub use convert::{features_message, gray_from_image};
+pub use orbsift::{Features, Matches};
+pub use standard::{DiagnosticArray, DiagnosticStatus, Header, Image, KeyValue, Time};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// A message type with its ROS 2 interface name.
+pub trait RosMessage: Serialize + DeserializeOwned + Send + 'static {
+    /// The interface package, e.g. `sensor_msgs`.
+    const PACKAGE: &'static str;
+    /// The message name inside the package, e.g. `Image`.
+    const NAME: &'static str;
+
+    /// The DDS type name rmw uses: `sensor_msgs::msg::dds_::Image_`.
+    fn dds_type_name() -> String {
+        format!("{}::msg::dds_::{}_", Self::PACKAGE, Self::NAME)
+    }
+}
+
+/// Encodes `message` as little-endian CDR with its encapsulation header.
+pub fn encode<M: RosMessage>(message: &M) -> Result<Vec<u8>> {
+    cdr::serialize::<_, _, cdr::CdrLe>(message, cdr::Infinite).map_err(|source| Error::Cdr {
+        message: M::NAME,
+        source,
+    })
+}
+
+/// Decodes CDR (either byte order, as the encapsulation header says).
+pub fn decode<M: RosMessage>(bytes: &[u8]) -> Result<M> {
+    cdr::deserialize(bytes).map_err(|source| Error::Cdr {
+        message: M::NAME,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests;

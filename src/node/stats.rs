@@ -1,0 +1,139 @@
+//! What the node reports on `diagnostics`: throughput, latency, lost frames.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::msgs::{DiagnosticArray, DiagnosticStatus, Header, KeyValue, Time};
+
+/// Latencies kept for the percentiles: the last few seconds at camera rates.
+const LATENCY_WINDOW: usize = 512;
+
+/// Counters and a bounded window of latencies.
+pub struct Stats {
+    latencies: VecDeque<Duration>,
+    processed: u64,
+    rejected: u64,
+    failed: u64,
+    last_rejection: String,
+    window_start: Instant,
+    window_frames: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self {
+            latencies: VecDeque::with_capacity(LATENCY_WINDOW),
+            processed: 0,
+            rejected: 0,
+            failed: 0,
+            last_rejection: String::new(),
+            window_start: Instant::now(),
+            window_frames: 0,
+        }
+    }
+}
+
+/// Who runs the extraction, for the report.
+pub struct Identity<'a> {
+    pub node_name: &'a str,
+    pub algorithm: &'a str,
+    pub backend: &'a str,
+    pub device: &'a str,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn millis(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+impl Stats {
+    pub fn processed(&mut self, latency: Duration) {
+        if self.latencies.len() == LATENCY_WINDOW {
+            self.latencies.pop_front();
+        }
+        self.latencies.push_back(latency);
+        self.processed += 1;
+        self.window_frames += 1;
+    }
+
+    pub fn rejected(&mut self, reason: String) {
+        self.rejected += 1;
+        self.last_rejection = reason;
+    }
+
+    pub fn failed(&mut self) {
+        self.failed += 1;
+    }
+
+    pub fn rejected_count(&self) -> u64 {
+        self.rejected
+    }
+
+    /// Median and 99th percentile of the recent latencies.
+    pub fn latency_p50_p99(&self) -> (Duration, Duration) {
+        let mut sorted: Vec<Duration> = self.latencies.iter().copied().collect();
+        sorted.sort_unstable();
+        (percentile(&sorted, 0.5), percentile(&sorted, 0.99))
+    }
+
+    /// The report; fps covers the frames since the previous report.
+    pub fn report(&mut self, who: &Identity<'_>, dropped: u64) -> DiagnosticArray {
+        let elapsed = self.window_start.elapsed().as_secs_f64();
+        let fps = if elapsed > 0.0 {
+            self.window_frames as f64 / elapsed
+        } else {
+            0.0
+        };
+        self.window_start = Instant::now();
+        self.window_frames = 0;
+        let (p50, p99) = self.latency_p50_p99();
+        let pairs = [
+            ("algorithm", who.algorithm.to_string()),
+            ("backend", who.backend.to_string()),
+            ("device", who.device.to_string()),
+            ("fps", format!("{fps:.2}")),
+            ("latency_p50_ms", millis(p50)),
+            ("latency_p99_ms", millis(p99)),
+            ("frames_processed", self.processed.to_string()),
+            ("frames_dropped", dropped.to_string()),
+            ("frames_rejected", self.rejected.to_string()),
+            ("frames_failed", self.failed.to_string()),
+            ("last_rejection", self.last_rejection.clone()),
+        ];
+        let healthy = self.failed == 0;
+        DiagnosticArray {
+            header: Header {
+                stamp: Time::now(),
+                frame_id: String::new(),
+            },
+            status: vec![DiagnosticStatus {
+                level: if healthy {
+                    DiagnosticStatus::OK
+                } else {
+                    DiagnosticStatus::WARN
+                },
+                name: format!("{}: feature extraction", who.node_name),
+                message: if healthy {
+                    "running".into()
+                } else {
+                    "extraction failed on some frames".into()
+                },
+                hardware_id: who.device.to_string(),
+                values: pairs
+                    .into_iter()
+                    .map(|(key, value)| KeyValue {
+                        key: key.into(),
+                        value,
+                    })
+                    .collect(),
+            }],
+        }
+    }
+}

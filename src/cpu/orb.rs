@@ -20,7 +20,7 @@ use super::fast::score_map;
 use super::harris::{harris_key, harris_response};
 use super::orientation::{angle_degrees, intensity_centroid};
 use super::pyramid::{level_geometry, resize, resize_taps, LevelGeometry, ResizeTaps, RowCache};
-use super::select::{by_key, by_score, keep_first, keep_grid, level_quotas};
+use super::select::{by_key, by_score, keep_best_fast_scores, keep_first, keep_grid, level_quotas};
 
 /// A keypoint of one level, in level pixels, before scaling to the input.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -275,8 +275,7 @@ impl LevelWork {
             None => {
                 apply_threshold(candidates, fast_threshold);
                 if rank_by_harris {
-                    // OpenCV keeps twice the quota by FAST score before Harris.
-                    keep_first(candidates, 2 * self.quota, by_score);
+                    keep_best_fast_scores(candidates, self.quota);
                     candidates.iter_mut().for_each(harris);
                     keep_first(candidates, self.quota, by_key);
                 } else {
@@ -285,6 +284,7 @@ impl LevelWork {
             }
             Some(grid) => {
                 apply_cell_thresholds(candidates, grid, fast_threshold, &mut self.cell_strong);
+                keep_best_fast_scores(candidates, self.quota);
                 if rank_by_harris {
                     candidates.iter_mut().for_each(harris);
                 }

@@ -1,5 +1,6 @@
 //! Which candidates of a level become keypoints (docs/orb-reference.md §5):
-//! per-level quotas and the total orders of `top_response` and `grid`.
+//! per-level quotas, OpenCV's FAST-score pre-filter and the total orders of
+//! `top_response` and `grid`.
 
 use std::cmp::Ordering;
 
@@ -61,6 +62,15 @@ pub fn keep_first(
     candidates.sort_unstable_by(order);
 }
 
+/// OpenCV's pre-filter, run before ranking by the key in both distributions:
+/// keeps the `2 quota` best FAST scores. In a grid it also keeps retry cells
+/// (candidates below `fast_threshold`) out while the level has enough strong ones,
+/// so every cell's best is a corner that stands out level-wide: ranking all cells
+/// alike spent a third of the quota on flat regions and lost matches.
+pub fn keep_best_fast_scores(candidates: &mut Vec<Candidate>, quota: usize) {
+    keep_first(candidates, 2 * quota, by_score);
+}
+
 /// Grid selection: ranks each candidate within its cell by the key, then keeps the
 /// first `n` by rank — every cell's best before any cell's second best.
 pub fn keep_grid(candidates: &mut Vec<Candidate>, n: usize) {
@@ -116,6 +126,112 @@ mod tests {
             keep_first(&mut kept, n, by_key);
             prop_assert_eq!(&kept[..], &sorted[..n.min(sorted.len())]);
         }
+    }
+
+    /// Candidates at distinct positions, `cell` in `0..cells`, key and FAST score random.
+    fn grid_candidates(raw: &[(u16, u16, u8, i64)], cells: u32) -> Vec<Candidate> {
+        let mut c: Vec<Candidate> = raw
+            .iter()
+            .map(|&(x, y, s, k)| Candidate {
+                cell: (u32::from(x) + u32::from(y)) % cells,
+                key: k,
+                ..Candidate::new(usize::from(x), usize::from(y), s)
+            })
+            .collect();
+        c.sort_by_key(|c| (c.y, c.x));
+        c.dedup_by_key(|c| (c.y, c.x));
+        c
+    }
+
+    fn positions(c: &[Candidate]) -> Vec<(u32, u32)> {
+        c.iter().map(|c| (c.x, c.y)).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn grid_keeps_the_quota_and_covers_every_cell_before_any_cell_twice(
+            raw in prop::collection::vec((0u16..40, 0u16..40, 0u8..255, -50i64..50), 0..200),
+            cells in 1u32..30,
+            n in 0usize..120,
+        ) {
+            let all = grid_candidates(&raw, cells);
+            let mut kept = all.clone();
+            keep_grid(&mut kept, n);
+            prop_assert_eq!(kept.len(), n.min(all.len()));
+            // Coverage: a candidate of rank r is kept only if every candidate of a
+            // smaller rank is; so with n at least the number of occupied cells, every
+            // occupied cell holds a keypoint.
+            let kept_at = |x: u32, y: u32| kept.iter().find(|c| (c.x, c.y) == (x, y));
+            let max_rank = kept.iter().map(|c| c.rank).max();
+            let mut ranked = all.clone();
+            keep_grid(&mut ranked, usize::MAX);
+            for c in &ranked {
+                if max_rank.is_some_and(|r| c.rank < r) {
+                    prop_assert!(kept_at(c.x, c.y).is_some(), "rank {} dropped", c.rank);
+                }
+            }
+            let mut occupied: Vec<u32> = all.iter().map(|c| c.cell).collect();
+            occupied.sort_unstable();
+            occupied.dedup();
+            if n >= occupied.len() {
+                for cell in occupied {
+                    prop_assert!(kept.iter().any(|c| c.cell == cell), "cell {} empty", cell);
+                }
+            }
+            // Within a cell, the kept candidates are its best by the key.
+            for c in &kept {
+                let better = all.iter().filter(|o| o.cell == c.cell && by_key(o, c).is_lt()).count();
+                prop_assert_eq!(better as u32, c.rank);
+            }
+        }
+
+        #[test]
+        fn grid_selection_does_not_depend_on_the_input_order(
+            raw in prop::collection::vec((0u16..40, 0u16..40, 0u8..255, -50i64..50), 0..200),
+            cells in 1u32..30,
+            quota in 0usize..60,
+            seed in any::<u64>(),
+        ) {
+            let select = |mut c: Vec<Candidate>| {
+                keep_best_fast_scores(&mut c, quota);
+                keep_grid(&mut c, quota);
+                positions(&c)
+            };
+            let all = grid_candidates(&raw, cells);
+            let mut shuffled = all.clone();
+            // A seeded permutation (Fisher-Yates on a linear congruential sequence).
+            let mut state = seed;
+            for i in (1..shuffled.len()).rev() {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                shuffled.swap(i, (state >> 33) as usize % (i + 1));
+            }
+            prop_assert_eq!(select(all), select(shuffled));
+        }
+    }
+
+    #[test]
+    fn grid_ranks_only_the_best_fast_scores() {
+        // Quota 2: the pre-filter keeps the 4 best FAST scores, so the weak cell 3
+        // (a retry cell, scores below 20) gets no keypoint although it is occupied,
+        // and cell 0 gives its best Harris key among those 4.
+        let cand = |x: usize, cell: u32, score: u8, key: i64| Candidate {
+            cell,
+            key,
+            ..Candidate::new(x, 0, score)
+        };
+        let mut c = vec![
+            cand(0, 0, 60, 10),
+            cand(1, 0, 50, 40),
+            cand(2, 0, 21, 99),
+            cand(3, 1, 40, 5),
+            cand(4, 2, 30, 7),
+            cand(5, 3, 9, 1000),
+        ];
+        keep_best_fast_scores(&mut c, 2);
+        assert_eq!(positions(&c), vec![(0, 0), (1, 0), (3, 0), (4, 0)]);
+        keep_grid(&mut c, 2);
+        // Bests: 40 (cell 0), 7 (cell 2), 5 (cell 1): the first two.
+        assert_eq!(positions(&c), vec![(1, 0), (4, 0)]);
     }
 
     #[test]

@@ -133,16 +133,20 @@ extern "C" __global__ void orb_rank_starts(
     }
 }
 
-// Gathers the candidates of the ranks that can reach the quota by (level, k).
+// Gathers the sort keys of the candidates of the ranks that can reach the quota by
+// (level, k), so that placing them reads each group contiguously.
 extern "C" __global__ void orb_gather_ranks(
     const OrbLevel* __restrict__ level_table, int n_levels,
     const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
     int max_rank,
+    const unsigned int* __restrict__ cand_yx,
+    const long long* __restrict__ cand_key,
     const int* __restrict__ cand_rank,
     const unsigned int* __restrict__ cand_in_rank,
     const unsigned int* __restrict__ rank_starts,
-    int* __restrict__ rank_members,      // same slots as the candidates
+    unsigned int* __restrict__ rank_yx,  // same slots as the candidates
+    long long* __restrict__ rank_key,
     int total_slots) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
@@ -154,7 +158,9 @@ extern "C" __global__ void orb_gather_ranks(
         if (k >= max_rank) continue;
         unsigned int start = rank_starts[l * max_rank + k];
         if (start >= (unsigned int)quotas[l]) continue;
-        rank_members[levels[l].cand_offset + start + cand_in_rank[i]] = i;
+        unsigned int member = levels[l].cand_offset + start + cand_in_rank[i];
+        rank_yx[member] = cand_yx[i];
+        rank_key[member] = cand_key[i];
     }
 }
 
@@ -171,7 +177,8 @@ extern "C" __global__ void orb_place_selected(
     const int* __restrict__ cand_rank,
     const unsigned int* __restrict__ rank_starts,
     const unsigned int* __restrict__ rank_counts,
-    const int* __restrict__ rank_members,
+    const unsigned int* __restrict__ rank_yx,
+    const long long* __restrict__ rank_key,
     const unsigned int* __restrict__ level_out_start,
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
@@ -190,12 +197,11 @@ extern "C" __global__ void orb_place_selected(
         long long key = cand_key[i];
         unsigned int yx = cand_yx[i];
         unsigned int count = rank_counts[l * max_rank + k];
-        const int* group = rank_members + levels[l].cand_offset + start;
+        const unsigned int group = levels[l].cand_offset + start;
         unsigned int position = start;
-        for (unsigned int m = 0; m < count; ++m) {
-            int j = group[m];
-            position += comes_before(cand_key[j], cand_yx[j], key, yx);
-        }
+#pragma unroll 8
+        for (unsigned int m = 0; m < count; ++m)
+            position += comes_before(rank_key[group + m], rank_yx[group + m], key, yx);
         if (position >= (unsigned int)quotas[l]) continue;
         unsigned int out = level_out_start[l] + position;
         out_yx[out] = yx;

@@ -32,6 +32,8 @@ use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 const DESCRIBE_PATCH_RADIUS: usize = 19;
 const _: () = assert!(PATTERN_REACH <= DESCRIBE_PATCH_RADIUS);
 const WARP: u32 = 32;
+/// `DESCRIBE_WARPS * 32` of kernels/orb/describe.cu: one block describes 32 keypoints.
+const DESCRIBE_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
 const SCAN_BLOCK: u32 = 1024;
 const DESCRIPTOR_WORDS: usize = 8;
@@ -105,7 +107,8 @@ struct Plan {
     cand_rank: DeviceBuffer,
     cand_in_rank: DeviceBuffer,
     cell_members: DeviceBuffer,
-    rank_members: DeviceBuffer,
+    rank_yx: DeviceBuffer,
+    rank_key: DeviceBuffer,
     rank_starts: DeviceBuffer,
     level_out_start: DeviceBuffer,
     kept: Staged,
@@ -447,7 +450,8 @@ impl CudaOrbExtractor {
             cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
-            rank_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            rank_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            rank_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
             rank_starts: DeviceBuffer::new(ctx, n_levels * max_rank * size_of::<u32>())?,
             level_out_start: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
@@ -510,7 +514,6 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.smoothed.ptr)
                 .arg(&plan.barrier.ptr)
-                .arg(&plan.total_pixels)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
             stream
                 .launch_builder(&k.fast_score)
@@ -602,10 +605,13 @@ impl CudaOrbExtractor {
                 .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
                 .arg(&plan.max_rank)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_key.ptr)
                 .arg(&plan.cand_rank.ptr)
                 .arg(&plan.cand_in_rank.ptr)
                 .arg(&plan.rank_starts.ptr)
-                .arg(&plan.rank_members.ptr)
+                .arg(&plan.rank_yx.ptr)
+                .arg(&plan.rank_key.ptr)
                 .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
             stream
@@ -620,7 +626,8 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_rank.ptr)
                 .arg(&plan.rank_starts.ptr)
                 .arg(&rank_counts)
-                .arg(&plan.rank_members.ptr)
+                .arg(&plan.rank_yx.ptr)
+                .arg(&plan.rank_key.ptr)
                 .arg(&plan.level_out_start.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
@@ -633,7 +640,7 @@ impl CudaOrbExtractor {
                 .map_or((null, 0), |t| (t.buffer.ptr, t.len));
             let describe_blocks = k
                 .describe
-                .occupancy_max_active_blocks_per_multiprocessor(WARP, 0, None)?
+                .occupancy_max_active_blocks_per_multiprocessor(DESCRIBE_THREADS, 0, None)?
                 .max(1)
                 * self
                     .sm_limit
@@ -655,7 +662,7 @@ impl CudaOrbExtractor {
                 .arg(&train)
                 .arg(&n_train)
                 .arg(&plan.matches.ptr)
-                .launch(cfg(describe_blocks.min(needed), WARP))?;
+                .launch(cfg(describe_blocks.min(needed), DESCRIBE_THREADS))?;
         }
         Ok(())
     }

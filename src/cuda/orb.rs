@@ -109,8 +109,10 @@ struct Plan {
     cell_members: DeviceBuffer,
     rank_yx: DeviceBuffer,
     rank_key: DeviceBuffer,
+    rank_group: DeviceBuffer,
     rank_starts: DeviceBuffer,
     level_out_start: DeviceBuffer,
+    level_grouped: DeviceBuffer,
     kept: Staged,
     out_yx: Staged,
     out_level: Staged,
@@ -135,6 +137,7 @@ struct Kernels {
     fast_score: CudaFunction,
     cell_flags: CudaFunction,
     candidates: CudaFunction,
+    candidate_keys: CudaFunction,
     scan: CudaFunction,
     gather_cells: CudaFunction,
     rank_in_cell: CudaFunction,
@@ -152,6 +155,7 @@ impl Kernels {
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_flags: orb("orb_detect", "orb_cell_flags")?,
             candidates: orb("orb_detect", "orb_candidates")?,
+            candidate_keys: orb("orb_detect", "orb_candidate_keys")?,
             scan: orb("orb_select", "orb_exclusive_scan")?,
             gather_cells: orb("orb_select", "orb_gather_cells")?,
             rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
@@ -452,8 +456,10 @@ impl CudaOrbExtractor {
             cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             rank_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             rank_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+            rank_group: DeviceBuffer::new(ctx, slots * 2 * size_of::<u32>())?,
             rank_starts: DeviceBuffer::new(ctx, n_levels * max_rank * size_of::<u32>())?,
             level_out_start: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            level_grouped: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
             out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
             out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
@@ -536,7 +542,6 @@ impl CudaOrbExtractor {
                 .launch(cfg(grid_of(&k.cell_flags)?, BLOCK))?;
             stream
                 .launch_builder(&k.candidates)
-                .arg(&plan.pyramid.ptr)
                 .arg(&plan.scores.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
@@ -552,6 +557,18 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_key.ptr)
                 .arg(&plan.total_pixels)
                 .launch(cfg(grid_of(&k.candidates)?, BLOCK))?;
+            if harris != 0 {
+                stream
+                    .launch_builder(&k.candidate_keys)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&n_levels)
+                    .arg(&level_counts)
+                    .arg(&plan.cand_yx.ptr)
+                    .arg(&plan.cand_key.ptr)
+                    .arg(&plan.total_slots)
+                    .launch(cfg(grid_of(&k.candidate_keys)?, BLOCK))?;
+            }
             stream
                 .launch_builder(&k.scan)
                 .arg(&cell_counts)
@@ -597,6 +614,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.rank_starts.ptr)
                 .arg(&plan.kept.ptr)
                 .arg(&plan.level_out_start.ptr)
+                .arg(&plan.level_grouped.ptr)
                 .launch(cfg(1, WARP))?;
             stream
                 .launch_builder(&k.gather_ranks)
@@ -610,24 +628,21 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_rank.ptr)
                 .arg(&plan.cand_in_rank.ptr)
                 .arg(&plan.rank_starts.ptr)
+                .arg(&rank_counts)
                 .arg(&plan.rank_yx.ptr)
                 .arg(&plan.rank_key.ptr)
+                .arg(&plan.rank_group.ptr)
                 .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
             stream
                 .launch_builder(&k.place_selected)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
-                .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
-                .arg(&plan.max_rank)
-                .arg(&plan.cand_yx.ptr)
-                .arg(&plan.cand_key.ptr)
-                .arg(&plan.cand_rank.ptr)
-                .arg(&plan.rank_starts.ptr)
-                .arg(&rank_counts)
+                .arg(&plan.level_grouped.ptr)
                 .arg(&plan.rank_yx.ptr)
                 .arg(&plan.rank_key.ptr)
+                .arg(&plan.rank_group.ptr)
                 .arg(&plan.level_out_start.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)

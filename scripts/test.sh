@@ -15,3 +15,6 @@ cargo clippy --all-targets -- -D warnings
 cargo build --no-default-features --bin orbsift
 cargo test --all-targets
 cargo test --doc
+# Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
+# needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
+bash scripts/kernels-check.sh target/debug/orbsift

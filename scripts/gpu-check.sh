@@ -2,7 +2,8 @@
 # GPU proof for the CUDA ORB backend, run on a machine with an NVIDIA GPU:
 #   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs),
 #   2. compute-sanitizer memcheck and racecheck on the pipeline,
-#   3. `orbsift bench --algo orb --backend cuda`, all SMs and --sm-limit 8,
+#   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8,
+#   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
 # no Rust): pass the folder holding `orbsift` and the `cuda_orb-*` test binary.
 #
@@ -51,15 +52,28 @@ run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$test_bin" --ignored --exact sm_limit_and_repeated_frames_give_identical_results
 run racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$test_bin" --ignored --exact fast_score_and_small_grids_match_too
-images=(tests/data/graf1.png tests/data/leuvenA.jpg tests/data/basketball1.png tests/data/rubberwhale1.png)
-run bench "$orbsift" bench --algo orb --backend cuda "${images[@]}"
-run bench_unified "$orbsift" bench --algo orb --backend cuda --memory unified "${images[@]}"
-run bench_sm8 "$orbsift" bench --algo orb --backend cuda --sm-limit 8 "${images[@]}"
+images=()
+for image in tests/data/graf1.png tests/data/leuvenA.jpg tests/data/basketball1.png tests/data/rubberwhale1.png; do
+    images+=(--image "$image")
+done
+bench=("$orbsift" bench --algo orb --backend cuda --iterations 200 "${images[@]}")
+run bench "${bench[@]}"
+run bench_unified "${bench[@]}" --set memory=unified
+run bench_sm8 "${bench[@]}" --sm-limit 8
+if command -v ncu >/dev/null; then
+    # One 1920x1080 frame (graf1 resized by `bench`'s own resampling is not on disk:
+    # `extract` upscales nothing, so the caller may pass a 1080p image as $NCU_IMAGE).
+    frame=${NCU_IMAGE:-tests/data/graf1.png}
+    run ncu ncu --clock-control none --metrics gpu__time_duration.sum \
+        "$orbsift" extract --algo orb --backend cuda --out "$logs/ncu-features.json" "$frame"
+    grep -E "^  [a-z_]+|gpu__time_duration" "$logs/ncu.log" |
+        paste - - | awk '{print $1, $(NF)}' | sort -k2 -n -r | head -n 12
+fi
 
 echo
 echo "| check | result |"
 echo "|---|---|"
-for name in parity memcheck racecheck bench bench_unified bench_sm8; do
+for name in parity memcheck racecheck bench bench_unified bench_sm8 ncu; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log

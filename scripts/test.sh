@@ -17,3 +17,6 @@ cargo test --all-targets
 # The r2r transport links only against a ROS 2 install: type-check it without one.
 cargo check --features r2r,r2r/doc-only
 cargo test --doc
+# Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
+# needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
+bash scripts/kernels-check.sh target/debug/orbsift

@@ -53,9 +53,37 @@ fn cpu_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
     }
 }
 
-/// The matcher for the descriptors `config.algorithm` produces.
+/// The matcher for the descriptors `config.algorithm` produces, on the backend that
+/// `create_extractor` picks (`auto` falls back to the CPU as it does).
 pub fn create_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
-    Ok(Box::new(cpu::matcher::BruteForceMatcher::new(
+    match config.backend {
+        Backend::Cpu => Ok(cpu_matcher(config)),
+        Backend::Cuda => cuda_matcher(config),
+        Backend::Auto => Ok(cuda_matcher(config).unwrap_or_else(|_| cpu_matcher(config))),
+    }
+}
+
+fn cpu_matcher(config: &Config) -> Box<dyn Matcher> {
+    Box::new(cpu::matcher::BruteForceMatcher::new(
         config.matching.clone(),
-    )))
+    ))
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
+    match config.algorithm {
+        Algorithm::Orb => Ok(Box::new(crate::cuda::CudaMatcher::new(
+            config.matching.clone(),
+        )?)),
+        Algorithm::Sift => Err(Error::CudaUnavailable(
+            "the CUDA backend has no SIFT matcher yet".into(),
+        )),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_matcher(_config: &Config) -> Result<Box<dyn Matcher>> {
+    Err(Error::CudaUnavailable(
+        "this build has no CUDA backend (built without the `cuda` feature)".into(),
+    ))
 }

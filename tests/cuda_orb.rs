@@ -263,11 +263,8 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
             );
         }
         assert_eq!(differing, 0, "level {l}: {differing} FAST scores differ");
-        if !level.smoothed.is_empty() {
-            assert!(
-                level.smoothed == &smoothed[..],
-                "level {l}: smoothing differs"
-            );
+        if let Some(reference) = level.smoothed {
+            assert!(reference == &smoothed[..], "level {l}: smoothing differs");
         }
         let set = |f: &Features| {
             let mut points: Vec<(u32, u32)> = (0..f.len())
@@ -323,4 +320,52 @@ fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
         kept > 50,
         "only {kept} mutual matches between graf1 and graf3"
     );
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn cuda_matcher_gives_the_cpu_matchers_matches() {
+    let features = |name: &str| cpu(&OrbConfig::default(), &load(name));
+    let (a, b) = (features("graf1.png"), features("graf3.png"));
+    // A single train descriptor: no second best, so no ratio test.
+    let one = |f: &Features| {
+        let mut single = f.clone();
+        single.keypoints.clear();
+        let k = &f.keypoints;
+        single.keypoints.push(
+            k.x[0],
+            k.y[0],
+            k.size[0],
+            k.angle[0],
+            k.response[0],
+            k.octave[0],
+        );
+        single
+            .descriptors
+            .data
+            .truncate(single.descriptors.kind.bytes());
+        single
+    };
+    let settings = [(0.8, true, 0.0), (1.0, false, 0.0), (0.9, false, 40.0)];
+    for (ratio, cross_check, max_distance) in settings {
+        let mut config = Config::default();
+        config.matching.ratio = ratio;
+        config.matching.cross_check = cross_check;
+        config.matching.max_distance = max_distance;
+        config.backend = Backend::Cpu;
+        let mut on_cpu = orbsift::create_matcher(&config).unwrap();
+        config.backend = Backend::Cuda;
+        let mut on_gpu = orbsift::create_matcher(&config).unwrap();
+        for (query, train) in [(&a, &b), (&b, &a), (&a, &one(&b))] {
+            let expected = on_cpu.match_features(query, train).unwrap();
+            let got = on_gpu.match_features(query, train).unwrap();
+            println!(
+                "MATCH ratio {ratio} cross-check {cross_check} max {max_distance}: {} of {} queries matched",
+                expected.len(),
+                query.len()
+            );
+            assert!(train.len() == 1 || expected.len() > 50);
+            assert_eq!(got, expected, "ratio {ratio} cross-check {cross_check}");
+        }
+    }
 }

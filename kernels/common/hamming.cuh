@@ -36,13 +36,16 @@ __device__ __forceinline__ void best2_offer(Best2& b, int index, int d) {
     }
 }
 
-// Each lane's nearest two of `n_train` train descriptors, the whole warp working
-// together: lane s loads train descriptor base + s (one coalesced sweep per 32), then
-// every lane compares against it through shuffles. All 32 lanes must call this.
-__device__ __forceinline__ Best2 warp_best2(const unsigned int* desc, const unsigned int* __restrict__ train, int n_train) {
+// Each lane's nearest two among train descriptors first, first + 1, ... in chunks of
+// 32 taken every `step` descriptors (a warp's slice of the train set when several
+// warps share it), the whole warp working together: lane s loads train descriptor
+// base + s (one coalesced load per chunk), then every lane compares against it through
+// shuffles. All 32 lanes must call this.
+__device__ __forceinline__ Best2 warp_best2(const unsigned int* desc, const unsigned int* __restrict__ train,
+                                            int n_train, int first, int step) {
     const int lane = threadIdx.x & 31;
     Best2 best = best2_empty();
-    for (int base = 0; base < n_train; base += 32) {
+    for (int base = first; base < n_train; base += step) {
         unsigned int theirs[DESC_WORDS];
         const int j = base + lane;
 #pragma unroll

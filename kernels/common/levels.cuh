@@ -28,3 +28,11 @@ __device__ __forceinline__ int level_of(const OrbLevel* levels, int n_levels, in
     while (l + 1 < n_levels && i >= levels[l + 1].offset) ++l;
     return l;
 }
+
+// Flat iteration over every level's candidate slots; `slot_level` finds the level of
+// slot `i` (slots of level l: cand_offset .. cand_offset + cand_capacity).
+__device__ __forceinline__ int slot_level(const OrbLevel* levels, int n_levels, int i) {
+    int l = 0;
+    while (l + 1 < n_levels && i >= levels[l + 1].cand_offset) ++l;
+    return l;
+}

@@ -20,16 +20,26 @@ __device__ __forceinline__ int patch_at(const unsigned int* patch, int lane, int
     return (patch[(index >> 2) * WARP + lane] >> (8 * (index & 3))) & 0xff;
 }
 
-// Copies the (2R+1)^2 square around `centre` (a level image with row pitch `width`)
-// into this lane's private words.
-__device__ __forceinline__ void load_patch(unsigned int* patch, int lane, const unsigned char* centre, int width, int radius) {
-    for (int w = 0; w < PATCH_WORDS; ++w) {
+// Warps per block. A block describes 32 keypoints, one per lane (each keypoint's
+// patch in that lane's bank); its warps share the loads, the moment rows, the BRIEF
+// tests and the train set of the fused match, so many warps hide each other's latency.
+// Mirrors DESCRIBE_THREADS in src/cuda/orb.rs.
+#define DESCRIBE_WARPS 16
+#define TESTS_PER_WARP (DESC_WORDS * 32 / DESCRIBE_WARPS)
+
+// Fills every lane's private words with the square of radius PATCH_RADIUS around its
+// keypoint; warp `wid` writes words wid, wid + DESCRIBE_WARPS, ... The edge is at least
+// PATCH_RADIUS (docs/orb-reference.md), so every byte read is inside the level.
+__device__ __forceinline__ void load_patches(unsigned int* patch, int wid, int lane, bool active,
+                                             const unsigned char* centre, int width) {
+#pragma unroll 4
+    for (int w = wid; w < PATCH_WORDS; w += DESCRIBE_WARPS) {
         unsigned int word = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             int index = 4 * w + k;
             int dy = index / PATCH_SIDE - PATCH_RADIUS, dx = index % PATCH_SIDE - PATCH_RADIUS;
-            bool inside = index < PATCH_SIDE * PATCH_SIDE && abs(dy) <= radius && abs(dx) <= radius;
+            bool inside = active && index < PATCH_SIDE * PATCH_SIDE;
             word |= (inside ? (unsigned int)centre[dy * width + dx] : 0u) << (8 * k);
         }
         patch[w * WARP + lane] = word;
@@ -39,72 +49,12 @@ __device__ __forceinline__ void load_patch(unsigned int* patch, int lane, const 
 // Rounds half to even, as the reference does (rint, in the default rounding mode).
 __device__ __forceinline__ int round_even(double v) { return (int)rint(v); }
 
-__device__ __forceinline__ void describe_one(
-    int i, int lane, unsigned int* patch,
-    const unsigned char* __restrict__ pyramid,
-    const unsigned char* __restrict__ smoothed,
-    const OrbLevel* __restrict__ level_table,
-    const int* __restrict__ umax,
-    const char4* __restrict__ pattern,
-    const unsigned int* __restrict__ kp_yx,
-    const int* __restrict__ kp_level,
-    int2* __restrict__ moments,
-    unsigned int* __restrict__ descriptors,
-    unsigned int* desc) {
+// The keypoints' moments, summed over the warps.
+struct DescribeScratch {
+    int m10[WARP], m01[WARP];
+};
 
-    const OrbLevel lv = level_table[kp_level[i]];
-    const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
-    const int centre = lv.offset + y * lv.width + x;
-
-    // Orientation from the unsmoothed level.
-    load_patch(patch, lane, pyramid + centre, lv.width, ORIENT_RADIUS);
-    int m10 = 0, m01 = 0;
-    for (int v = -ORIENT_RADIUS; v <= ORIENT_RADIUS; ++v) {
-        int half = umax[abs(v)];
-        for (int u = -half; u <= half; ++u) {
-            int value = patch_at(patch, lane, v, u);
-            m10 += u * value;
-            m01 += v * value;
-        }
-    }
-    moments[i] = make_int2(m10, m01);
-
-    // Steering without trigonometry, correctly rounded f64 with no contraction.
-    double cosine = 1.0, sine = 0.0;
-    long long norm = (long long)m10 * m10 + (long long)m01 * m01;
-    if (norm != 0) {
-        double r = __dsqrt_rn((double)norm);
-        cosine = __ddiv_rn((double)m10, r);
-        sine = __ddiv_rn((double)m01, r);
-    }
-
-    // The same private words now hold the smoothed level.
-    load_patch(patch, lane, smoothed + centre, lv.width, PATCH_RADIUS);
-    // Word w holds tests 32w..32w+31 (little-endian words give byte k/8, bit k%8:
-    // OpenCV's order). The word loop is unrolled so `desc` stays in registers.
-#pragma unroll
-    for (int w = 0; w < DESC_WORDS; ++w) {
-        unsigned int bits = 0;
-        for (int b = 0; b < 32; ++b) {
-            char4 t = pattern[32 * w + b];
-            int s[2];
-#pragma unroll
-            for (int p = 0; p < 2; ++p) {
-                double px = p ? t.z : t.x, py = p ? t.w : t.y;
-                int row = round_even(__dadd_rn(__dmul_rn(px, sine), __dmul_rn(py, cosine)));
-                int col = round_even(__dsub_rn(__dmul_rn(px, cosine), __dmul_rn(py, sine)));
-                s[p] = patch_at(patch, lane, row, col);
-            }
-            bits |= (unsigned int)(s[0] < s[1]) << b;
-        }
-        desc[w] = bits;
-    }
-#pragma unroll
-    for (int w = 0; w < DESC_WORDS; ++w) descriptors[i * DESC_WORDS + w] = desc[w];
-
-}
-
-extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
+extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe(
     const unsigned char* __restrict__ pyramid,
     const unsigned char* __restrict__ smoothed,
     const OrbLevel* __restrict__ level_table,
@@ -120,18 +70,112 @@ extern "C" __global__ void __launch_bounds__(WARP) orb_describe(
     int n_train,
     int3* __restrict__ matches) {             // (best index, best, second best) per keypoint
     __shared__ unsigned int patch[PATCH_WORDS * WARP];
-    const int lane = threadIdx.x;
+    __shared__ DescribeScratch scratch;
+    // After the tests: descriptor word w of lane t at words[w * WARP + t], then each
+    // warp's Best2 per lane (conflict-free: lane t always in bank t).
+    unsigned int* words = patch;
+    int3* candidates = reinterpret_cast<int3*>(patch + DESC_WORDS * WARP);
+    static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP <= PATCH_WORDS * WARP, "scratch fits in the patch");
+
+    const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
     const int n = (int)kept[n_levels];
-    // Grid-stride over warps of keypoints, so a grid sized to N SMs covers any count.
-    for (int i = blockIdx.x * WARP + lane; i - lane < n; i += gridDim.x * WARP) {
-        unsigned int desc[DESC_WORDS] = {0};
-        if (i < n) describe_one(i, lane, patch, pyramid, smoothed, level_table, umax, pattern,
-                                kp_yx, kp_level, moments, descriptors, desc);
-        // Fused matching while the descriptor is still in registers (lanes past the
-        // last keypoint help the sweep and discard their result).
-        if (train != nullptr) {
-            Best2 best = warp_best2(desc, train, n_train);
-            if (i < n) matches[i] = make_int3(best.best_index, best.best, best.second);
+    // Grid-stride over groups of 32 keypoints, so a grid sized to N SMs covers any count.
+    for (int group = blockIdx.x * WARP; group < n; group += gridDim.x * WARP) {
+        const int i = group + lane;
+        const bool active = i < n;
+        int centre = 0, width = 0;
+        if (active) {
+            const OrbLevel lv = level_table[kp_level[i]];
+            const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
+            centre = lv.offset + y * lv.width + x;
+            width = lv.width;
         }
+        if (wid == 0) {
+            scratch.m10[lane] = 0;
+            scratch.m01[lane] = 0;
+        }
+
+        // Orientation from the unsmoothed level: rows of the circle split over warps,
+        // integer sums (order-independent) gathered by shared atomics.
+        load_patches(patch, wid, lane, active, pyramid + centre, width);
+        __syncthreads();
+        int m10 = 0, m01 = 0;
+        for (int v = wid - ORIENT_RADIUS; v <= ORIENT_RADIUS; v += DESCRIBE_WARPS) {
+            int half = umax[abs(v)];
+            for (int u = -half; u <= half; ++u) {
+                int value = patch_at(patch, lane, v, u);
+                m10 += u * value;
+                m01 += v * value;
+            }
+        }
+        atomicAdd(&scratch.m10[lane], m10);
+        atomicAdd(&scratch.m01[lane], m01);
+        __syncthreads();
+        m10 = scratch.m10[lane];
+        m01 = scratch.m01[lane];
+        if (wid == 0 && active) moments[i] = make_int2(m10, m01);
+
+        // Steering without trigonometry, correctly rounded f64 with no contraction.
+        double cosine = 1.0, sine = 0.0;
+        long long norm = (long long)m10 * m10 + (long long)m01 * m01;
+        if (norm != 0) {
+            double r = __dsqrt_rn((double)norm);
+            cosine = __ddiv_rn((double)m10, r);
+            sine = __ddiv_rn((double)m01, r);
+        }
+
+        // The same private words now hold the smoothed level.
+        load_patches(patch, wid, lane, active, smoothed + centre, width);
+        __syncthreads();
+        // Warp wid runs tests wid*TESTS_PER_WARP.. (little-endian words give byte k/8,
+        // bit k%8: OpenCV's order).
+        unsigned int bits = 0;
+        const int first = wid * TESTS_PER_WARP;
+        for (int b = 0; b < TESTS_PER_WARP; ++b) {
+            char4 t = pattern[first + b];
+            int s[2];
+#pragma unroll
+            for (int p = 0; p < 2; ++p) {
+                double px = p ? t.z : t.x, py = p ? t.w : t.y;
+                int row = round_even(__dadd_rn(__dmul_rn(px, sine), __dmul_rn(py, cosine)));
+                int col = round_even(__dsub_rn(__dmul_rn(px, cosine), __dmul_rn(py, sine)));
+                s[p] = patch_at(patch, lane, row, col);
+            }
+            bits |= (unsigned int)(s[0] < s[1]) << ((first + b) % 32);
+        }
+        __syncthreads();  // every test has read the patch: its words become scratch
+        if (wid < DESC_WORDS) words[wid * WARP + lane] = 0;
+        __syncthreads();
+        atomicOr(&words[(first / 32) * WARP + lane], bits);
+        __syncthreads();
+        unsigned int desc[DESC_WORDS];
+#pragma unroll
+        for (int w = 0; w < DESC_WORDS; ++w) desc[w] = words[w * WARP + lane];
+        if (active && wid < DESC_WORDS) descriptors[i * DESC_WORDS + wid] = desc[wid];
+
+        // Fused matching while the descriptor is on chip: each warp sweeps a slice of
+        // the train set, then warp 0 merges the slices (inactive lanes help the sweep).
+        if (train != nullptr) {
+            Best2 mine = warp_best2(desc, train, n_train, wid * WARP, DESCRIBE_WARPS * WARP);
+            candidates[wid * WARP + lane] = make_int3(mine.best_index, mine.best, mine.second);
+            __syncthreads();
+            if (wid == 0 && active) {
+                // Ties keep the lower train index (the slices interleave); the second
+                // best is the smallest of the others' bests and the winner's own second.
+                int3 winner = candidates[lane];
+                int other = 0x7fffffff;
+                for (int s = 1; s < DESCRIBE_WARPS; ++s) {
+                    int3 c = candidates[s * WARP + lane];
+                    if (c.y < winner.y || (c.y == winner.y && c.x < winner.x)) {
+                        other = min(other, winner.y);
+                        winner = c;
+                    } else {
+                        other = min(other, c.y);
+                    }
+                }
+                matches[i] = make_int3(winner.x, winner.y, min(winner.z, other));
+            }
+        }
+        __syncthreads();  // the next group overwrites patch and scratch
     }
 }

@@ -156,7 +156,9 @@ extern "C" __global__ void orb_cell_flags(
 // Harris ranking key: R = 25 (a b - c^2) - (a + b)^2 over the 7x7 window, exact in i64.
 __device__ long long harris_key(const unsigned char* p, int w) {
     int a = 0, b = 0, c = 0;
+#pragma unroll
     for (int dy = -3; dy <= 3; ++dy) {
+#pragma unroll
         for (int dx = -3; dx <= 3; ++dx) {
             const unsigned char* q = p + dy * w + dx;
             int ix = 2 * (q[1] - q[-1]) + (q[-w + 1] - q[-w - 1]) + (q[w + 1] - q[w - 1]);
@@ -171,9 +173,10 @@ __device__ long long harris_key(const unsigned char* p, int w) {
 }
 
 // Appends every NMS survivor (at its cell's threshold) to its level's candidate list
-// with warp-aggregated atomics, with its ranking key, and counts it in its cell.
+// with warp-aggregated atomics and counts it in its cell. The FAST ranking key is
+// written here; the Harris key is left to orb_candidate_keys, where every lane of a
+// warp has a candidate (here few lanes survive NMS).
 extern "C" __global__ void orb_candidates(
-    const unsigned char* __restrict__ pyramid,
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
@@ -204,6 +207,28 @@ extern "C" __global__ void orb_candidates(
         cand_yx[c] = ((unsigned int)a.y << 16) | (unsigned int)a.x;
         cand_cell[c] = a.cell;
         cand_in_cell[c] = atomicAdd(cell_counts + lv.cell_offset + a.cell, 1u);
-        cand_key[c] = harris ? harris_key(pyramid + i, lv.width) : (long long)scores[i];
+        if (!harris) cand_key[c] = (long long)scores[i];
+    }
+}
+
+// The Harris ranking key of every candidate, one thread per candidate slot.
+extern "C" __global__ void orb_candidate_keys(
+    const unsigned char* __restrict__ pyramid,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const unsigned int* __restrict__ cand_yx,
+    long long* __restrict__ cand_key,
+    int total_slots) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
+        int l = slot_level(levels, n_levels, i);
+        const OrbLevel& lv = levels[l];
+        if (i - lv.cand_offset >= (int)min(level_counts[l], (unsigned int)lv.cand_capacity)) continue;
+        const unsigned int yx = cand_yx[i];
+        const int x = yx & 0xffff, y = yx >> 16;
+        cand_key[i] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
     }
 }

@@ -36,20 +36,46 @@ __device__ __forceinline__ int reflect101(int i, int n) {
     return min(max(i, 0), n - 1);
 }
 
-// Separable 7x7 Gaussian in fixed point: the taps sum to 256 per pass, so the two
-// passes scale by 2^16. Integer sums are exact in any order.
-__device__ __forceinline__ unsigned int smooth_pixel(
-    const unsigned char* level, int width, int height, int x, int y, const int* taps) {
-    unsigned int v = 0;
-#pragma unroll
-    for (int j = 0; j < 7; ++j) {
-        const unsigned char* row = level + reflect101(y + j - 3, height) * width;
+// Separable 7x7 Gaussian in fixed point over shared-memory tiles: the taps sum to
+// 256 per pass, so the two passes scale by 2^16. Integer sums are exact, so this is
+// the reference's value whatever the order.
+#define SMOOTH_TILE 32
+#define SMOOTH_HALO 3
+#define SMOOTH_SPAN (SMOOTH_TILE + 2 * SMOOTH_HALO)
+
+struct SmoothTiles {
+    unsigned char pixels[SMOOTH_SPAN][SMOOTH_SPAN + 1];  // the tile and its halo (reflected)
+    unsigned int rows[SMOOTH_SPAN][SMOOTH_TILE];         // horizontal pass
+};
+
+__device__ __forceinline__ void smooth_tile(
+    SmoothTiles& t, const unsigned char* level, unsigned char* out, int width, int height,
+    int x0, int y0, const int* taps) {
+    for (int k = threadIdx.x; k < SMOOTH_SPAN * SMOOTH_SPAN; k += blockDim.x) {
+        int r = k / SMOOTH_SPAN, c = k - r * SMOOTH_SPAN;
+        int y = reflect101(y0 + r - SMOOTH_HALO, height), x = reflect101(x0 + c - SMOOTH_HALO, width);
+        // __ldcg: other blocks wrote the pyramid in this launch (see resize_pixel).
+        t.pixels[r][c] = __ldcg(level + y * width + x);
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < SMOOTH_SPAN * SMOOTH_TILE; k += blockDim.x) {
+        int r = k / SMOOTH_TILE, c = k - r * SMOOTH_TILE;
         unsigned int h = 0;
 #pragma unroll
-        for (int i = 0; i < 7; ++i) h += (unsigned int)taps[i] * row[reflect101(x + i - 3, width)];
-        v += (unsigned int)taps[j] * h;
+        for (int i = 0; i < 7; ++i) h += (unsigned int)taps[i] * t.pixels[r][c + i];
+        t.rows[r][c] = h;
     }
-    return (v + (1u << 15)) >> 16;
+    __syncthreads();
+    for (int k = threadIdx.x; k < SMOOTH_TILE * SMOOTH_TILE; k += blockDim.x) {
+        int r = k / SMOOTH_TILE, c = k - r * SMOOTH_TILE;
+        if (y0 + r < height && x0 + c < width) {
+            unsigned int v = 0;
+#pragma unroll
+            for (int j = 0; j < 7; ++j) v += (unsigned int)taps[j] * t.rows[r + j][c];
+            out[(y0 + r) * width + x0 + c] = (unsigned char)((v + (1u << 15)) >> 16);
+        }
+    }
+    __syncthreads();  // the next tile reuses the shared arrays
 }
 
 extern "C" __global__ void orb_pyramid(
@@ -60,8 +86,7 @@ extern "C" __global__ void orb_pyramid(
     const int* __restrict__ smooth_taps,      // 7 weights summing to 256
     unsigned char* pyramid,                   // every level, packed
     unsigned char* __restrict__ smoothed,     // same layout as `pyramid`
-    unsigned int* barrier_state,
-    int total_pixels) {
+    unsigned int* barrier_state) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ int weights[7];
     load_levels(levels, level_table, n_levels);
@@ -87,10 +112,22 @@ extern "C" __global__ void orb_pyramid(
     }
     grid_barrier(barrier_state);
 
-    for (int i = first; i < total_pixels; i += stride) {
-        const OrbLevel lv = levels[level_of(levels, n_levels, i)];
-        int local = i - lv.offset;
-        int y = local / lv.width, x = local - y * lv.width;
-        smoothed[i] = (unsigned char)smooth_pixel(pyramid + lv.offset, lv.width, lv.height, x, y, weights);
+    // Tiles of every level, numbered level by level, shared out over the blocks.
+    __shared__ SmoothTiles tiles;
+    int level_first_tile = 0, l = 0;
+    for (int tile = blockIdx.x;; tile += gridDim.x) {
+        int tiles_x = 0, tiles_y = 0;
+        for (; l < n_levels; ++l) {
+            tiles_x = (levels[l].width + SMOOTH_TILE - 1) / SMOOTH_TILE;
+            tiles_y = (levels[l].height + SMOOTH_TILE - 1) / SMOOTH_TILE;
+            if (tile < level_first_tile + tiles_x * tiles_y) break;
+            level_first_tile += tiles_x * tiles_y;
+        }
+        if (l == n_levels) break;
+        const OrbLevel lv = levels[l];
+        const int local = tile - level_first_tile;
+        const int ty = local / tiles_x, tx = local - ty * tiles_x;
+        smooth_tile(tiles, pyramid + lv.offset, smoothed + lv.offset, lv.width, lv.height,
+                    tx * SMOOTH_TILE, ty * SMOOTH_TILE, weights);
     }
 }

@@ -11,14 +11,6 @@ __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j,
     return key_j > key_i || (key_j == key_i && yx_j < yx_i);
 }
 
-// Flat iteration over every level's candidate slots; `slot_level` finds the level of
-// slot `i` (slots of level l: cand_offset .. cand_offset + cand_capacity).
-__device__ __forceinline__ int slot_level(const OrbLevel* levels, int n_levels, int i) {
-    int l = 0;
-    while (l + 1 < n_levels && i >= levels[l + 1].cand_offset) ++l;
-    return l;
-}
-
 // Exclusive prefix sum of `counts` into `starts` (n items) by one block.
 extern "C" __global__ void orb_exclusive_scan(const unsigned int* __restrict__ counts, unsigned int* __restrict__ starts, int n) {
     __shared__ unsigned int partial[1024];
@@ -109,15 +101,19 @@ extern "C" __global__ void orb_rank_starts(
     const unsigned int* __restrict__ rank_counts,
     unsigned int* __restrict__ rank_starts,
     unsigned int* __restrict__ level_kept,      // n_levels + 1: kept per level, then the total
-    unsigned int* __restrict__ level_out_start) {
+    unsigned int* __restrict__ level_out_start,
+    unsigned int* __restrict__ level_grouped) { // members of the groups that reach the quota
     __shared__ unsigned int kept[ORB_MAX_LEVELS];
     int l = threadIdx.x;
     if (l < n_levels) {
-        unsigned int sum = 0;
+        unsigned int sum = 0, grouped = 0;
         for (int k = 0; k < max_rank; ++k) {
+            const unsigned int count = rank_counts[l * max_rank + k];
             rank_starts[l * max_rank + k] = sum;
-            sum += rank_counts[l * max_rank + k];
+            if (sum < (unsigned int)quotas[l]) grouped = sum + count;
+            sum += count;
         }
+        level_grouped[l] = grouped;
         unsigned int candidates = min(level_counts[l], (unsigned int)levels[l].cand_capacity);
         kept[l] = min(candidates, (unsigned int)quotas[l]);
         level_kept[l] = kept[l];
@@ -133,16 +129,22 @@ extern "C" __global__ void orb_rank_starts(
     }
 }
 
-// Gathers the candidates of the ranks that can reach the quota by (level, k).
+// Gathers the sort keys of the candidates of the ranks that can reach the quota by
+// (level, k), so that placing them reads each group contiguously.
 extern "C" __global__ void orb_gather_ranks(
     const OrbLevel* __restrict__ level_table, int n_levels,
     const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
     int max_rank,
+    const unsigned int* __restrict__ cand_yx,
+    const long long* __restrict__ cand_key,
     const int* __restrict__ cand_rank,
     const unsigned int* __restrict__ cand_in_rank,
     const unsigned int* __restrict__ rank_starts,
-    int* __restrict__ rank_members,      // same slots as the candidates
+    const unsigned int* __restrict__ rank_counts,
+    unsigned int* __restrict__ rank_yx,  // same slots as the candidates
+    long long* __restrict__ rank_key,
+    uint2* __restrict__ rank_group,      // (start, count) of the member's group
     int total_slots) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
@@ -154,24 +156,24 @@ extern "C" __global__ void orb_gather_ranks(
         if (k >= max_rank) continue;
         unsigned int start = rank_starts[l * max_rank + k];
         if (start >= (unsigned int)quotas[l]) continue;
-        rank_members[levels[l].cand_offset + start + cand_in_rank[i]] = i;
+        unsigned int member = levels[l].cand_offset + start + cand_in_rank[i];
+        rank_yx[member] = cand_yx[i];
+        rank_key[member] = cand_key[i];
+        rank_group[member] = make_uint2(start, rank_counts[l * max_rank + k]);
     }
 }
 
-// Final position of each candidate whose rank group reaches the quota: the group's
-// start plus its rank in the group by (key desc, y, x). Writes the kept keypoints in
-// output order.
+// Final position of each member of a group that reaches the quota: the group's start
+// plus its rank in the group by (key desc, y, x). Threads take members in group order,
+// so a warp's lanes share one group and read it together. Writes the kept keypoints
+// in output order.
 extern "C" __global__ void orb_place_selected(
     const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
-    int max_rank,
-    const unsigned int* __restrict__ cand_yx,
-    const long long* __restrict__ cand_key,
-    const int* __restrict__ cand_rank,
-    const unsigned int* __restrict__ rank_starts,
-    const unsigned int* __restrict__ rank_counts,
-    const int* __restrict__ rank_members,
+    const unsigned int* __restrict__ level_grouped,
+    const unsigned int* __restrict__ rank_yx,
+    const long long* __restrict__ rank_key,
+    const uint2* __restrict__ rank_group,
     const unsigned int* __restrict__ level_out_start,
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
@@ -182,20 +184,15 @@ extern "C" __global__ void orb_place_selected(
     __syncthreads();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
         int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
-        int k = cand_rank[i];
-        if (k >= max_rank) continue;
-        unsigned int start = rank_starts[l * max_rank + k];
-        if (start >= (unsigned int)quotas[l]) continue;
-        long long key = cand_key[i];
-        unsigned int yx = cand_yx[i];
-        unsigned int count = rank_counts[l * max_rank + k];
-        const int* group = rank_members + levels[l].cand_offset + start;
-        unsigned int position = start;
-        for (unsigned int m = 0; m < count; ++m) {
-            int j = group[m];
-            position += comes_before(cand_key[j], cand_yx[j], key, yx);
-        }
+        if (i - levels[l].cand_offset >= (int)level_grouped[l]) continue;
+        long long key = rank_key[i];
+        unsigned int yx = rank_yx[i];
+        const uint2 group = rank_group[i];
+        const unsigned int first = levels[l].cand_offset + group.x;
+        unsigned int position = group.x;
+#pragma unroll 8
+        for (unsigned int m = 0; m < group.y; ++m)
+            position += comes_before(rank_key[first + m], rank_yx[first + m], key, yx);
         if (position >= (unsigned int)quotas[l]) continue;
         unsigned int out = level_out_start[l] + position;
         out_yx[out] = yx;

@@ -53,15 +53,25 @@ enum Command {
     Bench {
         #[command(flatten)]
         params: Params,
-        /// The picture to resize to each size (default: a photo built into the binary).
+        /// A picture to resize to each size; repeat to rotate over several (default: a
+        /// photo built into the binary).
         #[arg(long)]
-        image: Option<PathBuf>,
+        image: Vec<PathBuf>,
         /// Timed runs per size, after warm-up.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
         /// CPU threads (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
+        /// Run the GPU pipeline on this many SMs only (CUDA backend).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        sm_limit: Option<u32>,
+    },
+    /// Kernel housekeeping that needs NVRTC but no GPU.
+    #[cfg(feature = "cuda")]
+    Kernels {
+        #[command(subcommand)]
+        command: orbsift::cuda::KernelsCommand,
     },
     /// Print the effective parameters as a ROS 2 parameter file.
     Config {
@@ -182,11 +192,19 @@ fn run(command: Command) -> Result<()> {
             image,
             iterations,
             threads,
+            sm_limit,
         } => {
             let config = params.load()?;
-            let source = match &image {
-                Some(path) => open_image(path, &config)?,
-                None => GrayImage::decode(BUILT_IN_IMAGE, Path::new(BUILT_IN_IMAGE_NAME))?,
+            let sources = if image.is_empty() {
+                vec![GrayImage::decode(
+                    BUILT_IN_IMAGE,
+                    Path::new(BUILT_IN_IMAGE_NAME),
+                )?]
+            } else {
+                image
+                    .iter()
+                    .map(|path| open_image(path, &config))
+                    .collect::<Result<Vec<_>>>()?
             };
             let mut pool = rayon::ThreadPoolBuilder::new();
             if let Some(n) = threads {
@@ -196,8 +214,10 @@ fn run(command: Command) -> Result<()> {
                 name: "--threads".into(),
                 reason: err.to_string(),
             })?;
-            pool.install(|| bench::run(&config, &source, iterations as usize))
+            pool.install(|| bench::run(&config, &sources, iterations as usize, sm_limit))
         }
+        #[cfg(feature = "cuda")]
+        Command::Kernels { command } => command.run(&mut std::io::stdout().lock()),
         Command::Config { params } => {
             let text = params.load()?.to_ros_yaml();
             std::io::stdout()

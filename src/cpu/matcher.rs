@@ -202,21 +202,37 @@ impl BruteForceMatcher {
 
     /// The match of query `i` if it passes the ratio test and `max_distance`.
     fn accept(&self, i: u32, near: &Nearest, metric: &impl Metric) -> Option<Match> {
-        let best = metric.report(near.best);
-        // A ratio of 1 or more disables the test (config.rs documents 1 as "off").
-        let ratio = self.config.ratio;
-        let passes_ratio = ratio >= 1.0
-            || near
-                .second
-                .is_none_or(|second| (best as f64) < ratio * metric.report(second) as f64);
-        let max_distance = self.config.max_distance;
-        let close = max_distance <= 0.0 || best as f64 <= max_distance;
-        (passes_ratio && close).then_some(Match {
-            query: i,
-            train: near.index,
-            distance: best,
-        })
+        accept_match(
+            &self.config,
+            i,
+            near.index,
+            metric.report(near.best),
+            near.second.map(|second| metric.report(second)),
+        )
     }
+}
+
+/// Query `query`'s match to `train` at distance `best` if it passes the ratio test
+/// against `second` (`None`: a single train descriptor) and `max_distance`. Every
+/// backend's matcher decides with this.
+pub fn accept_match(
+    config: &MatchConfig,
+    query: u32,
+    train: u32,
+    best: f32,
+    second: Option<f32>,
+) -> Option<Match> {
+    // A ratio of 1 or more disables the test (config.rs documents 1 as "off").
+    let ratio = config.ratio;
+    let passes_ratio =
+        ratio >= 1.0 || second.is_none_or(|second| (best as f64) < ratio * second as f64);
+    let max_distance = config.max_distance;
+    let close = max_distance <= 0.0 || best as f64 <= max_distance;
+    (passes_ratio && close).then_some(Match {
+        query,
+        train,
+        distance: best,
+    })
 }
 
 /// [`Metric::nearest`] for the metric `distance`. Inlined so that it compiles with the

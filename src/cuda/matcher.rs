@@ -5,11 +5,14 @@ use std::mem::size_of;
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
+use crate::config::MatchConfig;
+use crate::cpu::matcher::accept_match;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::orb::Knn2;
 use crate::error::{Error, Result};
-use crate::types::{DescriptorKind, Descriptors};
+use crate::extractor::Matcher;
+use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
 const BLOCK: u32 = 128;
 
@@ -111,6 +114,46 @@ impl CudaHammingMatcher {
                     best: word(1),
                     second: word(2),
                 }
+            })
+            .collect())
+    }
+}
+
+/// The [`Matcher`] of the CUDA backend for ORB descriptors: k = 2 and the cross-check
+/// on the GPU, then the ratio test and `max_distance` exactly as the CPU matcher.
+pub struct CudaMatcher {
+    knn: CudaHammingMatcher,
+    config: MatchConfig,
+}
+
+impl CudaMatcher {
+    pub fn new(config: MatchConfig) -> Result<Self> {
+        Ok(Self {
+            knn: CudaHammingMatcher::new()?,
+            config,
+        })
+    }
+}
+
+impl Matcher for CudaMatcher {
+    fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
+        let (q, t) = (&query.descriptors, &train.descriptors);
+        if q.kind != t.kind {
+            return Err(Error::DescriptorMismatch {
+                query: q.kind.name().into(),
+                train: t.kind.name().into(),
+            });
+        }
+        let nearest = self.knn.knn2(q, t, self.config.cross_check)?;
+        // The kernel's second best is "none" (i32::MAX) under two train descriptors.
+        let has_second = t.len() > 1;
+        Ok(nearest
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let train = u32::try_from(n.best_index).ok()?;
+                let second = has_second.then_some(n.second as f32);
+                accept_match(&self.config, i as u32, train, n.best as f32, second)
             })
             .collect())
     }

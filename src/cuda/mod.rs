@@ -17,6 +17,6 @@ pub mod orb;
 pub use availability::{availability, driver_available};
 pub use compiler::{nvrtc_version, Arch};
 pub use kernels_command::KernelsCommand;
-pub use matcher::CudaHammingMatcher;
+pub use matcher::{CudaHammingMatcher, CudaMatcher};
 pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};
 pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};

@@ -32,6 +32,8 @@ use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 const DESCRIBE_PATCH_RADIUS: usize = 19;
 const _: () = assert!(PATTERN_REACH <= DESCRIBE_PATCH_RADIUS);
 const WARP: u32 = 32;
+/// `DESCRIBE_WARPS * 32` of kernels/orb/describe.cu: one block describes 32 keypoints.
+const DESCRIBE_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
 const SCAN_BLOCK: u32 = 1024;
 const DESCRIPTOR_WORDS: usize = 8;
@@ -105,9 +107,12 @@ struct Plan {
     cand_rank: DeviceBuffer,
     cand_in_rank: DeviceBuffer,
     cell_members: DeviceBuffer,
-    rank_members: DeviceBuffer,
+    rank_yx: DeviceBuffer,
+    rank_key: DeviceBuffer,
+    rank_group: DeviceBuffer,
     rank_starts: DeviceBuffer,
     level_out_start: DeviceBuffer,
+    level_grouped: DeviceBuffer,
     kept: Staged,
     out_yx: Staged,
     out_level: Staged,
@@ -132,6 +137,7 @@ struct Kernels {
     fast_score: CudaFunction,
     cell_flags: CudaFunction,
     candidates: CudaFunction,
+    candidate_keys: CudaFunction,
     scan: CudaFunction,
     gather_cells: CudaFunction,
     rank_in_cell: CudaFunction,
@@ -149,6 +155,7 @@ impl Kernels {
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_flags: orb("orb_detect", "orb_cell_flags")?,
             candidates: orb("orb_detect", "orb_candidates")?,
+            candidate_keys: orb("orb_detect", "orb_candidate_keys")?,
             scan: orb("orb_select", "orb_exclusive_scan")?,
             gather_cells: orb("orb_select", "orb_gather_cells")?,
             rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
@@ -447,9 +454,12 @@ impl CudaOrbExtractor {
             cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
-            rank_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+            rank_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            rank_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+            rank_group: DeviceBuffer::new(ctx, slots * 2 * size_of::<u32>())?,
             rank_starts: DeviceBuffer::new(ctx, n_levels * max_rank * size_of::<u32>())?,
             level_out_start: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            level_grouped: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
             out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
             out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
@@ -510,7 +520,6 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.smoothed.ptr)
                 .arg(&plan.barrier.ptr)
-                .arg(&plan.total_pixels)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
             stream
                 .launch_builder(&k.fast_score)
@@ -533,7 +542,6 @@ impl CudaOrbExtractor {
                 .launch(cfg(grid_of(&k.cell_flags)?, BLOCK))?;
             stream
                 .launch_builder(&k.candidates)
-                .arg(&plan.pyramid.ptr)
                 .arg(&plan.scores.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
@@ -549,6 +557,18 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_key.ptr)
                 .arg(&plan.total_pixels)
                 .launch(cfg(grid_of(&k.candidates)?, BLOCK))?;
+            if harris != 0 {
+                stream
+                    .launch_builder(&k.candidate_keys)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&n_levels)
+                    .arg(&level_counts)
+                    .arg(&plan.cand_yx.ptr)
+                    .arg(&plan.cand_key.ptr)
+                    .arg(&plan.total_slots)
+                    .launch(cfg(grid_of(&k.candidate_keys)?, BLOCK))?;
+            }
             stream
                 .launch_builder(&k.scan)
                 .arg(&cell_counts)
@@ -594,6 +614,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.rank_starts.ptr)
                 .arg(&plan.kept.ptr)
                 .arg(&plan.level_out_start.ptr)
+                .arg(&plan.level_grouped.ptr)
                 .launch(cfg(1, WARP))?;
             stream
                 .launch_builder(&k.gather_ranks)
@@ -602,25 +623,26 @@ impl CudaOrbExtractor {
                 .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
                 .arg(&plan.max_rank)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_key.ptr)
                 .arg(&plan.cand_rank.ptr)
                 .arg(&plan.cand_in_rank.ptr)
                 .arg(&plan.rank_starts.ptr)
-                .arg(&plan.rank_members.ptr)
+                .arg(&rank_counts)
+                .arg(&plan.rank_yx.ptr)
+                .arg(&plan.rank_key.ptr)
+                .arg(&plan.rank_group.ptr)
                 .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
             stream
                 .launch_builder(&k.place_selected)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
-                .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
-                .arg(&plan.max_rank)
-                .arg(&plan.cand_yx.ptr)
-                .arg(&plan.cand_key.ptr)
-                .arg(&plan.cand_rank.ptr)
-                .arg(&plan.rank_starts.ptr)
-                .arg(&rank_counts)
-                .arg(&plan.rank_members.ptr)
+                .arg(&plan.level_grouped.ptr)
+                .arg(&plan.rank_yx.ptr)
+                .arg(&plan.rank_key.ptr)
+                .arg(&plan.rank_group.ptr)
                 .arg(&plan.level_out_start.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
@@ -633,7 +655,7 @@ impl CudaOrbExtractor {
                 .map_or((null, 0), |t| (t.buffer.ptr, t.len));
             let describe_blocks = k
                 .describe
-                .occupancy_max_active_blocks_per_multiprocessor(WARP, 0, None)?
+                .occupancy_max_active_blocks_per_multiprocessor(DESCRIBE_THREADS, 0, None)?
                 .max(1)
                 * self
                     .sm_limit
@@ -655,7 +677,7 @@ impl CudaOrbExtractor {
                 .arg(&train)
                 .arg(&n_train)
                 .arg(&plan.matches.ptr)
-                .launch(cfg(describe_blocks.min(needed), WARP))?;
+                .launch(cfg(describe_blocks.min(needed), DESCRIBE_THREADS))?;
         }
         Ok(())
     }

@@ -1,16 +1,18 @@
 //! `orbsift bench`: a table for people and one `BENCH ...` line per size for scripts.
 //!
-//! Each call is timed with a wall clock. A backend that uploads frames reports the
-//! upload itself: the CUDA backend's GPU-event timing (`orbsift::cuda::bench`) plugs
-//! in as another way to fill a [`Row`].
+//! On the CPU each call is timed with a wall clock. On the CUDA backend the GPU's
+//! events time extraction, upload and fused matching (`orbsift::cuda::bench`).
 
 use std::io::Write;
 use std::time::Instant;
 
-use orbsift::{Config, Extractor, GrayImage, Matcher, Result};
+use orbsift::{Config, Error, Extractor, GrayImage, Matcher, Result};
 
 const SIZES: [(usize, usize); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
 const WARM_UP_RUNS: usize = 3;
+/// The GPU reaches steady clocks and caches only after a few dozen frames.
+#[cfg(feature = "cuda")]
+const GPU_WARM_UP_RUNS: usize = 20;
 
 /// The timings of one size, in milliseconds.
 struct Row {
@@ -25,10 +27,22 @@ struct Row {
     match_min: f64,
 }
 
-/// Times extraction and matching at every size of [`SIZES`], `source` resized.
-pub fn run(config: &Config, source: &GrayImage, iterations: usize) -> Result<()> {
+/// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
+/// resized; `sm_limit` confines the CUDA pipeline to that many SMs.
+pub fn run(
+    config: &Config,
+    sources: &[GrayImage],
+    iterations: usize,
+    sm_limit: Option<u32>,
+) -> Result<()> {
     let mut extractor = orbsift::create_extractor(config)?;
     let backend = extractor.backend_name();
+    if sm_limit.is_some() && backend != "cuda" {
+        return Err(Error::InvalidParameter {
+            name: "--sm-limit".into(),
+            reason: format!("applies to the CUDA backend only, not {backend}"),
+        });
+    }
     let mut matcher = orbsift::create_matcher(config)?;
     let mut out = std::io::stdout().lock();
     let mut print = |line: String| writeln!(out, "{line}").map_err(super::stdout_error);
@@ -49,8 +63,15 @@ pub fn run(config: &Config, source: &GrayImage, iterations: usize) -> Result<()>
     ))?;
     let mut rows = Vec::new();
     for (width, height) in SIZES {
-        let frame = resized(source, width, height)?;
-        let row = timed_row(extractor.as_mut(), matcher.as_mut(), &frame, iterations)?;
+        let frames = sources
+            .iter()
+            .map(|source| resized(source, width, height))
+            .collect::<Result<Vec<_>>>()?;
+        let row = if backend == "cuda" {
+            gpu_row(config, sm_limit, &frames, iterations)?
+        } else {
+            timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
+        };
         print(format!(
             "{:>10} {:>9} {:>11.3} ms {:>8.3} ms {:>11.3} ms {:>9.3} ms {:>6.3} ms",
             format!("{width}x{height}"),
@@ -80,23 +101,63 @@ pub fn run(config: &Config, source: &GrayImage, iterations: usize) -> Result<()>
     Ok(())
 }
 
+/// GPU-event timings of ORB on the CUDA backend: extraction from a frame already on
+/// the GPU, the upload of the u8 frame, and fused matching against a resident train
+/// set of the same size.
+#[cfg(feature = "cuda")]
+fn gpu_row(
+    config: &Config,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    iterations: usize,
+) -> Result<Row> {
+    let timed = orbsift::cuda::bench::bench_orb(
+        &config.orb,
+        config.memory,
+        sm_limit,
+        frames,
+        GPU_WARM_UP_RUNS,
+        iterations,
+    )?;
+    Ok(Row {
+        device: timed.device,
+        width: timed.width,
+        height: timed.height,
+        features: timed.features,
+        extract_median: timed.extract_ms_median,
+        extract_min: timed.extract_ms_min,
+        upload_median: timed.upload_ms_median,
+        match_median: timed.match_ms_median,
+        match_min: f64::NAN,
+    })
+}
+
+/// Without the `cuda` feature no extractor names itself "cuda".
+#[cfg(not(feature = "cuda"))]
+fn gpu_row(_: &Config, _: Option<u32>, _: &[GrayImage], _: usize) -> Result<Row> {
+    Err(Error::CudaUnavailable(
+        "built without the `cuda` feature".into(),
+    ))
+}
+
 /// Extraction, then matching the frame's features against themselves, on the wall
-/// clock; upload is 0, as it is on the CPU.
+/// clock, rotating over `frames`; upload is 0, as it is on the CPU.
 fn timed_row(
     extractor: &mut dyn Extractor,
     matcher: &mut dyn Matcher,
-    frame: &GrayImage,
+    frames: &[GrayImage],
     iterations: usize,
 ) -> Result<Row> {
-    let mut features = extractor.extract(frame)?;
-    for _ in 1..WARM_UP_RUNS {
-        features = extractor.extract(frame)?;
+    let frame = |i: usize| &frames[i % frames.len()];
+    let mut features = extractor.extract(frame(0))?;
+    for i in 1..WARM_UP_RUNS {
+        features = extractor.extract(frame(i))?;
     }
     matcher.match_features(&features, &features)?;
     let (mut extract, mut matching) = (Vec::new(), Vec::new());
-    for _ in 0..iterations {
+    for i in 0..iterations {
         let start = Instant::now();
-        features = extractor.extract(frame)?;
+        features = extractor.extract(frame(i))?;
         extract.push(elapsed_ms(start));
         let start = Instant::now();
         matcher.match_features(&features, &features)?;
@@ -104,8 +165,8 @@ fn timed_row(
     }
     Ok(Row {
         device: extractor.device_name(),
-        width: frame.width(),
-        height: frame.height(),
+        width: frames[0].width(),
+        height: frames[0].height(),
         features: features.len(),
         extract_median: median(&mut extract),
         extract_min: minimum(&extract),

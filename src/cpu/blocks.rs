@@ -1,5 +1,6 @@
 //! Fixed-width blocks of a row: loops over a `[T; N]` vectorise where loops over
-//! slices of unknown length keep their bounds checks.
+//! slices of unknown length keep their bounds checks. [`with_widest_vectors`] runs
+//! such code compiled for AVX2 where the CPU has it.
 
 /// `N` elements of `row` from `start`; the caller keeps `start + N <= row.len()`.
 pub fn block<const N: usize, T>(row: &[T], start: usize) -> &[T; N] {
@@ -13,6 +14,24 @@ pub fn block<const N: usize, T>(row: &[T], start: usize) -> &[T; N] {
 /// Work on an overlapped element must be idempotent.
 pub fn block_starts(len: usize, n: usize) -> impl Iterator<Item = usize> {
     (0..len - n).step_by(n).chain([len - n])
+}
+
+/// Runs `work` compiled for AVX2 (32-byte vectors) when the CPU has it, else for
+/// the x86-64 baseline (SSE2, 16-byte vectors) or the target's own baseline. The
+/// same source serves both, so results are identical; `work` and what it calls
+/// must be `#[inline(always)]` to be compiled with the wider vectors.
+#[inline(always)]
+pub fn with_widest_vectors<R>(work: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<R>(work: impl FnOnce() -> R) -> R {
+            work()
+        }
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { avx2(work) };
+    }
+    work()
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
+use super::blocks::with_widest_vectors;
 use super::blur::gaussian_blur;
 use super::brief::{describe, steering, DESCRIPTOR_BYTES, PATTERN_REACH};
 use super::candidates::{
@@ -277,7 +278,7 @@ impl LevelWork {
                 if rank_by_harris {
                     // OpenCV keeps twice the quota by FAST score before Harris.
                     keep_first(candidates, 2 * self.quota, by_score);
-                    candidates.iter_mut().for_each(harris);
+                    with_widest_vectors(|| candidates.iter_mut().for_each(harris));
                     keep_first(candidates, self.quota, by_key);
                 } else {
                     keep_first(candidates, self.quota, by_score);
@@ -286,7 +287,7 @@ impl LevelWork {
             Some(grid) => {
                 apply_cell_thresholds(candidates, grid, fast_threshold, &mut self.cell_strong);
                 if rank_by_harris {
-                    candidates.iter_mut().for_each(harris);
+                    with_widest_vectors(|| candidates.iter_mut().for_each(harris));
                 }
                 keep_grid(candidates, self.quota);
             }
@@ -295,23 +296,27 @@ impl LevelWork {
             return;
         }
         self.smooth(pixels);
-        for c in self.candidates.iter() {
-            let (x, y) = (c.x as usize, c.y as usize);
-            let (m10, m01) = intensity_centroid(pixels, width, x, y);
-            let response = if rank_by_harris {
-                harris_response(c.key)
-            } else {
-                f32::from(c.score)
-            };
-            self.keypoints.push(LevelKeypoint {
-                x: c.x,
-                y: c.y,
-                angle: angle_degrees(m10, m01),
-                response,
-            });
-            let descriptor = describe(&self.smoothed, width, x, y, steering(m10, m01));
-            self.descriptors.extend_from_slice(&descriptor);
-        }
+        let (keypoints, descriptors, smoothed) =
+            (&mut self.keypoints, &mut self.descriptors, &self.smoothed);
+        with_widest_vectors(|| {
+            for c in self.candidates.iter() {
+                let (x, y) = (c.x as usize, c.y as usize);
+                let (m10, m01) = intensity_centroid(pixels, width, x, y);
+                let response = if rank_by_harris {
+                    harris_response(c.key)
+                } else {
+                    f32::from(c.score)
+                };
+                keypoints.push(LevelKeypoint {
+                    x: c.x,
+                    y: c.y,
+                    angle: angle_degrees(m10, m01),
+                    response,
+                });
+                let descriptor = describe(smoothed, width, x, y, steering(m10, m01));
+                descriptors.extend_from_slice(&descriptor);
+            }
+        });
     }
 }
 

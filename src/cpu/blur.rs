@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts, with_widest_vectors};
+use super::blocks::{block, block_starts, widest_vectors};
 
 /// Half the kernel side.
 pub const BLUR_RADIUS: usize = 3;
@@ -92,6 +92,9 @@ fn blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]) {
     }
 }
 
+widest_vectors!(fn blur_row_widest = blur_row(src: &[u8], out: &mut [u16]));
+widest_vectors!(fn blur_column_widest = blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]));
+
 /// Smooths `src` (`width` pixels a row) into `dst`. `rows` is scratch for the
 /// horizontal pass; both passes run rows in parallel.
 pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u16>) {
@@ -103,7 +106,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
     rows.par_chunks_mut(width)
         .zip(src.par_chunks(width))
         .with_min_len(16)
-        .for_each(|(out, row)| with_widest_vectors(|| blur_row(row, out)));
+        .for_each(|(out, row)| blur_row_widest(row, out));
     let rows = &rows[..];
     dst.par_chunks_mut(width)
         .enumerate()
@@ -113,7 +116,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
                 let yy = reflect_101(y as isize + k as isize - BLUR_RADIUS as isize, height);
                 &rows[yy * width..(yy + 1) * width]
             });
-            with_widest_vectors(|| blur_column(&around, out));
+            blur_column_widest(&around, out);
         });
 }
 

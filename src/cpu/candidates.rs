@@ -1,7 +1,7 @@
 //! Candidates of one level (docs/orb-reference.md §3): the detection area,
 //! non-maximum suppression, grid cells and the per-cell threshold retry.
 
-use super::blocks::{block, with_widest_vectors};
+use super::blocks::{block, top_bits, widest_vectors};
 
 /// A pixel of a level that survived non-maximum suppression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,13 +78,13 @@ fn local_maxima_bits(above: &[u8], here: &[u8], below: &[u8], x: usize) -> u32 {
         block(below, x),
         block(below, x + 1),
     ];
-    let mut beats = [true; LANES];
+    let mut beats = [0xffu8; LANES];
     for n in neighbours {
         for j in 0..LANES {
-            beats[j] &= s[j] > n[j];
+            beats[j] &= if s[j] > n[j] { 0xff } else { 0 };
         }
     }
-    (0..LANES).fold(0, |bits, j| bits | (u32::from(beats[j]) << j))
+    top_bits(&beats)
 }
 
 /// Pixels of `area` whose score is nonzero and strictly greater than all 8
@@ -95,28 +95,39 @@ fn local_maxima_bits(above: &[u8], here: &[u8], below: &[u8], x: usize) -> u32 {
 /// The area lies at least one pixel inside the score map.
 pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
     out.clear();
-    with_widest_vectors(|| {
-        for y in area.y0..area.y1 {
-            let row = |yy: usize| &scores[yy * width..(yy + 1) * width];
-            let (above, here, below) = (row(y - 1), row(y), row(y + 1));
-            let blocks_end = area.x0 + area.width() / LANES * LANES;
-            for x in (area.x0..blocks_end).step_by(LANES) {
-                let mut bits = local_maxima_bits(above, here, below, x);
-                while bits != 0 {
-                    let xx = x + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    out.push(Candidate::new(xx, y, here[xx]));
-                }
-            }
-            for x in blocks_end..area.x1 {
-                let s = here[x];
-                let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
-                if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
-                    out.push(Candidate::new(x, y, s));
-                }
+    local_maxima_widest(scores, width, area, out);
+}
+
+widest_vectors!(fn local_maxima_widest = local_maxima_rows(
+    scores: &[u8],
+    width: usize,
+    area: &DetectionArea,
+    out: &mut Vec<Candidate>,
+));
+
+#[inline(always)]
+fn local_maxima_rows(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
+    let blocks_end = area.x0 + area.width() / LANES * LANES;
+    for y in area.y0..area.y1 {
+        let above = &scores[(y - 1) * width..y * width];
+        let here = &scores[y * width..(y + 1) * width];
+        let below = &scores[(y + 1) * width..(y + 2) * width];
+        for x in (area.x0..blocks_end).step_by(LANES) {
+            let mut bits = local_maxima_bits(above, here, below, x);
+            while bits != 0 {
+                let xx = x + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                out.push(Candidate::new(xx, y, here[xx]));
             }
         }
-    });
+        for x in blocks_end..area.x1 {
+            let s = here[x];
+            let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
+            if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
+                out.push(Candidate::new(x, y, s));
+            }
+        }
+    }
 }
 
 /// Keeps the candidates at or above `threshold` (`top_response`).

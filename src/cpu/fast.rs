@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts, with_widest_vectors};
+use super::blocks::{block, block_starts, top_bits, widest_vectors};
 
 /// The ring as `(dx, dy)`, in OpenCV's `offsets16` order.
 pub const RING: [(isize, isize); 16] = [
@@ -158,17 +158,20 @@ fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
     out
 }
 
+/// Per lane, minima of runs twice as long: `longer[i] = min(shorter[i], shorter[i + step])`.
+#[inline(always)]
+fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
+    let mut longer = [[0; LANES]; 16];
+    for (i, run) in longer.iter_mut().enumerate() {
+        *run = lane_min(&shorter[i], &shorter[(i + step) % 16]);
+    }
+    longer
+}
+
 /// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values.
 #[inline(always)]
 fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
-    let runs = |shorter: &[Lanes; 16], step: usize| {
-        let mut longer = [[0; LANES]; 16];
-        for (i, run) in longer.iter_mut().enumerate() {
-            *run = lane_min(&shorter[i], &shorter[(i + step) % 16]);
-        }
-        longer
-    };
-    let run8 = runs(&runs(&runs(v, 1), 2), 4);
+    let run8 = lane_runs(&lane_runs(&lane_runs(v, 1), 2), 4);
     let mut best = [0; LANES];
     for (i, run) in run8.iter().enumerate() {
         let arc = lane_min(run, &v[(i + 8) % 16]);
@@ -177,6 +180,46 @@ fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
         }
     }
     best
+}
+
+/// Whether any lane may be a corner at `threshold`: an arc of 9 ring pixels holds
+/// two neighbouring compass pixels (ring 0, 4, 8, 12), so a corner has such a pair
+/// both brighter than `c + t` or both darker than `c - t`. Most blocks of a
+/// smooth image have none and skip the closed form.
+#[inline(always)]
+fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
+    let (bright, dark) = (
+        compass_pairs::<false>(centre, ring, threshold),
+        compass_pairs::<true>(centre, ring, threshold),
+    );
+    let mut any = [0u8; LANES];
+    for j in 0..LANES {
+        any[j] = bright[j] | dark[j];
+    }
+    top_bits(&any) != 0
+}
+
+/// Per lane, 0xff where two neighbouring compass pixels both pass `threshold` on
+/// one side (`DARK`: darker than `c - t`, else brighter than `c + t`).
+#[inline(always)]
+fn compass_pairs<const DARK: bool>(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> Lanes {
+    let mut passes = [[0u8; LANES]; 4];
+    for (pass, k) in passes.iter_mut().zip([0, 4, 8, 12]) {
+        for j in 0..LANES {
+            let difference = if DARK {
+                centre[j].saturating_sub(ring[k][j])
+            } else {
+                ring[k][j].saturating_sub(centre[j])
+            };
+            pass[j] = if difference > threshold { 0xff } else { 0 };
+        }
+    }
+    let [n, e, s, w] = passes;
+    let mut pairs = [0u8; LANES];
+    for j in 0..LANES {
+        pairs[j] = (n[j] & e[j]) | (e[j] & s[j]) | (s[j] & w[j]) | (w[j] & n[j]);
+    }
+    pairs
 }
 
 /// Scores `LANES` pixels at once by the closed form of the score (§2), which
@@ -249,9 +292,21 @@ fn score_row(
         let out: &mut Lanes = (&mut out[start..start + LANES])
             .try_into()
             .expect("a block inside its row");
-        score_block(block(centre, start), &ring, threshold, out);
+        let centre = block(centre, start);
+        if any_lane_may_be_corner(centre, &ring, threshold) {
+            score_block(centre, &ring, threshold, out);
+        }
     }
 }
+
+widest_vectors!(fn score_row_widest = score_row(
+    image: &[u8],
+    width: usize,
+    y: usize,
+    threshold: u8,
+    table: &[u64; ARC_WORDS],
+    out: &mut [u8],
+));
 
 /// The score map of one level built at `threshold` (`T_map` of the spec):
 /// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
@@ -269,7 +324,7 @@ pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
         .with_min_len(16)
         .for_each(|(y, out)| {
             if (RING_RADIUS..height - RING_RADIUS).contains(&y) {
-                with_widest_vectors(|| score_row(image, width, y, threshold, table, out));
+                score_row_widest(image, width, y, threshold, table, out);
             } else {
                 out.fill(0);
             }

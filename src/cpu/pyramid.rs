@@ -5,7 +5,7 @@
 //! backend uploads these very tables, so both backends interpolate with the same
 //! integers.
 
-use super::blocks::with_widest_vectors;
+use super::blocks::widest_vectors;
 
 /// Bilinear weights are in 1/256ths.
 pub const WEIGHT_ONE: u32 = 256;
@@ -118,31 +118,51 @@ pub fn resize(
     if dst_width == 0 || src_width == 0 {
         return;
     }
-    let src_height = src.len() / src_width;
     cache.ids = [None, None];
-    with_widest_vectors(|| {
-        let rows = dst.chunks_exact_mut(dst_width);
-        for ((out, &first), &w1) in rows.zip(&y_taps.first).zip(&y_taps.second_weight) {
-            let top = first as usize;
-            let bottom = (top + 1).min(src_height - 1);
-            let src_row = |y: usize| &src[y * src_width..(y + 1) * src_width];
-            if cache.ids[1] == Some(top) {
-                cache.rows.swap(0, 1);
-                cache.ids.swap(0, 1);
-            }
-            if cache.ids[0] != Some(top) {
-                cache.fill(0, src_row(top), x_taps, top);
-            }
-            if cache.ids[1] != Some(bottom) {
-                cache.fill(1, src_row(bottom), x_taps, bottom);
-            }
-            let w0 = (WEIGHT_ONE - u32::from(w1)) as u16;
-            for ((o, &a), &b) in out.iter_mut().zip(&cache.rows[0]).zip(&cache.rows[1]) {
-                let sum = u32::from(w0) * u32::from(a) + u32::from(w1) * u32::from(b);
-                *o = ((sum + (1 << 15)) >> 16) as u8;
-            }
+    resize_rows_widest(src, src_width, dst, x_taps, y_taps, cache);
+}
+
+widest_vectors!(fn resize_rows_widest = resize_rows(
+    src: &[u8],
+    src_width: usize,
+    dst: &mut [u8],
+    x_taps: &ResizeTaps,
+    y_taps: &ResizeTaps,
+    cache: &mut RowCache,
+));
+
+#[inline(always)]
+fn resize_rows(
+    src: &[u8],
+    src_width: usize,
+    dst: &mut [u8],
+    x_taps: &ResizeTaps,
+    y_taps: &ResizeTaps,
+    cache: &mut RowCache,
+) {
+    let dst_width = x_taps.first.len();
+    let src_height = src.len() / src_width;
+    let rows = dst.chunks_exact_mut(dst_width);
+    for ((out, &first), &w1) in rows.zip(&y_taps.first).zip(&y_taps.second_weight) {
+        let top = first as usize;
+        let bottom = (top + 1).min(src_height - 1);
+        let src_row = |y: usize| &src[y * src_width..(y + 1) * src_width];
+        if cache.ids[1] == Some(top) {
+            cache.rows.swap(0, 1);
+            cache.ids.swap(0, 1);
         }
-    });
+        if cache.ids[0] != Some(top) {
+            cache.fill(0, src_row(top), x_taps, top);
+        }
+        if cache.ids[1] != Some(bottom) {
+            cache.fill(1, src_row(bottom), x_taps, bottom);
+        }
+        let w0 = (WEIGHT_ONE - u32::from(w1)) as u16;
+        for ((o, &a), &b) in out.iter_mut().zip(&cache.rows[0]).zip(&cache.rows[1]) {
+            let sum = u32::from(w0) * u32::from(a) + u32::from(w1) * u32::from(b);
+            *o = ((sum + (1 << 15)) >> 16) as u8;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -222,6 +222,28 @@ fn compass_pairs<const DARK: bool>(centre: &Lanes, ring: &[&Lanes; 16], threshol
     pairs
 }
 
+/// Whether any lane has 9 or more ring pixels brighter than `c + t` or 9 or more
+/// darker than `c - t`, which a corner needs: the second, finer rejection.
+#[inline(always)]
+fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
+    let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
+    for r in ring {
+        for j in 0..LANES {
+            bright[j] += u8::from(r[j].saturating_sub(centre[j]) > threshold);
+            dark[j] += u8::from(centre[j].saturating_sub(r[j]) > threshold);
+        }
+    }
+    let mut enough = [0u8; LANES];
+    for j in 0..LANES {
+        enough[j] = if bright[j].max(dark[j]) >= MIN_ARC as u8 {
+            0xff
+        } else {
+            0
+        };
+    }
+    top_bits(&enough) != 0
+}
+
 /// Scores `LANES` pixels at once by the closed form of the score (§2), which
 /// needs no per-pixel branch: with `r ⊖ c` the saturating difference, the best
 /// arc minimum of `r ⊖ c` (bright side) and `c ⊖ r` (dark side) is `s(p) + 1`.
@@ -293,7 +315,9 @@ fn score_row(
             .try_into()
             .expect("a block inside its row");
         let centre = block(centre, start);
-        if any_lane_may_be_corner(centre, &ring, threshold) {
+        if any_lane_may_be_corner(centre, &ring, threshold)
+            && any_lane_has_enough_ring(centre, &ring, threshold)
+        {
             score_block(centre, &ring, threshold, out);
         }
     }

@@ -26,7 +26,7 @@ pub fn reflect_101(i: isize, n: usize) -> usize {
 }
 
 /// Pixels smoothed at once; the loops over them vectorise.
-const BLOCK: usize = 16;
+const BLOCK: usize = 32;
 
 /// Horizontal pass of one row: `Σ w_i p` in u16 (at most 255 · 256).
 #[inline(always)]

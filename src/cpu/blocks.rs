@@ -1,5 +1,6 @@
 //! Fixed-width blocks of a row: loops over a `[T; N]` vectorise where loops over
-//! slices of unknown length keep their bounds checks.
+//! slices of unknown length keep their bounds checks. [`widest_vectors`] runs
+//! such code compiled for AVX2 where the CPU has it.
 
 /// `N` elements of `row` from `start`; the caller keeps `start + N <= row.len()`.
 pub fn block<const N: usize, T>(row: &[T], start: usize) -> &[T; N] {
@@ -15,6 +16,51 @@ pub fn block_starts(len: usize, n: usize) -> impl Iterator<Item = usize> {
     (0..len - n).step_by(n).chain([len - n])
 }
 
+/// Bit `j` is the top bit of `lanes[j]` (x86's `movemask`; the compiler does not
+/// find it in the portable loop).
+#[inline(always)]
+pub fn top_bits(lanes: &[u8; 32]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        // SAFETY: SSE2 is part of the x86-64 baseline; the two unaligned loads read
+        // the 32 bytes of `lanes`.
+        unsafe {
+            let low = _mm_movemask_epi8(_mm_loadu_si128(lanes.as_ptr().cast())) as u32;
+            let high = _mm_movemask_epi8(_mm_loadu_si128(lanes.as_ptr().add(16).cast())) as u32;
+            low | high << 16
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        (0..32).fold(0, |bits, j| bits | (u32::from(lanes[j] >> 7) << j))
+    }
+}
+
+/// `widest_vectors!(pub fn name = kernel(a: A, b: B) -> R);` defines `name`, which
+/// runs `kernel` compiled for AVX2 (32-byte vectors) when the CPU has it, else for
+/// the x86-64 baseline (SSE2, 16-byte vectors) or the target's own baseline. The
+/// same source serves both, so results are identical. `kernel` must be
+/// `#[inline(always)]`, and so must what it calls and wants widened (closures are
+/// not always inlined: hot helpers are functions).
+macro_rules! widest_vectors {
+    ($vis:vis fn $name:ident = $kernel:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $kernel($($arg),*)
+                }
+                // SAFETY: the CPU supports AVX2, checked just above.
+                return unsafe { avx2($($arg),*) };
+            }
+            $kernel($($arg),*)
+        }
+    };
+}
+pub(crate) use widest_vectors;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -25,5 +71,10 @@ mod tests {
         assert_eq!(block_starts(32, 16).collect::<Vec<_>>(), vec![0, 16]);
         assert_eq!(block_starts(16, 16).collect::<Vec<_>>(), vec![0]);
         assert_eq!(block::<3, u8>(&[1, 2, 3, 4, 5], 2), &[3, 4, 5]);
+        let lanes = std::array::from_fn(|j| if j % 3 == 0 { 0x80 + j as u8 } else { 0x7f });
+        let expected = (0..32)
+            .filter(|j| j % 3 == 0)
+            .fold(0, |bits, j| bits | 1 << j);
+        assert_eq!(top_bits(&lanes), expected);
     }
 }

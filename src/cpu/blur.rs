@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts};
+use super::blocks::{block, block_starts, widest_vectors};
 
 /// Half the kernel side.
 pub const BLUR_RADIUS: usize = 3;
@@ -26,9 +26,10 @@ pub fn reflect_101(i: isize, n: usize) -> usize {
 }
 
 /// Pixels smoothed at once; the loops over them vectorise.
-const BLOCK: usize = 16;
+const BLOCK: usize = 32;
 
 /// Horizontal pass of one row: `Σ w_i p` in u16 (at most 255 · 256).
+#[inline(always)]
 fn blur_row(src: &[u8], out: &mut [u16]) {
     let taps = &GAUSSIAN_TAPS;
     let width = src.len();
@@ -60,6 +61,7 @@ fn blur_row(src: &[u8], out: &mut [u16]) {
 }
 
 /// Vertical pass of one row from the 7 horizontally smoothed rows around it.
+#[inline(always)]
 fn blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]) {
     // u16 x u16 products: cheap to widen to u32 without a 32-bit multiply.
     let taps = &GAUSSIAN_TAPS;
@@ -90,6 +92,9 @@ fn blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]) {
     }
 }
 
+widest_vectors!(fn blur_row_widest = blur_row(src: &[u8], out: &mut [u16]));
+widest_vectors!(fn blur_column_widest = blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]));
+
 /// Smooths `src` (`width` pixels a row) into `dst`. `rows` is scratch for the
 /// horizontal pass; both passes run rows in parallel.
 pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u16>) {
@@ -101,7 +106,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
     rows.par_chunks_mut(width)
         .zip(src.par_chunks(width))
         .with_min_len(16)
-        .for_each(|(out, row)| blur_row(row, out));
+        .for_each(|(out, row)| blur_row_widest(row, out));
     let rows = &rows[..];
     dst.par_chunks_mut(width)
         .enumerate()
@@ -111,7 +116,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
                 let yy = reflect_101(y as isize + k as isize - BLUR_RADIUS as isize, height);
                 &rows[yy * width..(yy + 1) * width]
             });
-            blur_column(&around, out);
+            blur_column_widest(&around, out);
         });
 }
 

@@ -83,6 +83,7 @@ pub fn steering(m10: i32, m01: i32) -> (f64, f64) {
 /// `|v| < 2^31`: adding `1.5 · 2^52` leaves the nearest integer (IEEE default
 /// rounding) in the low mantissa bits. Spares a libm call (the x86-64 baseline has
 /// no rounding instruction) and a saturating float-to-int conversion per test point.
+#[inline(always)]
 pub fn round_half_even(v: f64) -> i32 {
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     (v + SHIFT).to_bits() as u32 as i32
@@ -93,6 +94,7 @@ pub fn round_half_even(v: f64) -> i32 {
 /// `round(px cos - py sin)` (half to even, OpenCV's `GET_VALUE`); bit `k` (byte
 /// `k / 8`, bit `k % 8`) is `S(x1, y1) < S(x2, y2)`. The caller keeps the keypoint
 /// [`PATTERN_REACH`] pixels inside the level.
+#[inline(always)]
 pub fn describe(
     smoothed: &[u8],
     width: usize,
@@ -100,16 +102,23 @@ pub fn describe(
     y: usize,
     (cos, sin): (f64, f64),
 ) -> [u8; DESCRIPTOR_BYTES] {
-    let centre = (y * width + x) as isize;
-    let sample = |px: i8, py: i8| {
-        let (px, py) = (f64::from(px), f64::from(py));
+    // Offsets of all 512 points first (a loop of f64 arithmetic that vectorises),
+    // then the reads and compares.
+    let mut offsets = [0isize; 2 * 256];
+    for (offset, point) in offsets
+        .iter_mut()
+        .zip(PATTERN.as_flattened().chunks_exact(2))
+    {
+        let (px, py) = (f64::from(point[0]), f64::from(point[1]));
         let row = round_half_even(px * sin + py * cos) as isize;
         let col = round_half_even(px * cos - py * sin) as isize;
-        smoothed[(centre + row * width as isize + col) as usize]
-    };
+        *offset = row * width as isize + col;
+    }
+    let centre = (y * width + x) as isize;
+    let sample = |offset: isize| smoothed[(centre + offset) as usize];
     let mut descriptor = [0u8; DESCRIPTOR_BYTES];
-    for (k, &[x1, y1, x2, y2]) in PATTERN.iter().enumerate() {
-        descriptor[k / 8] |= u8::from(sample(x1, y1) < sample(x2, y2)) << (k % 8);
+    for (k, pair) in offsets.chunks_exact(2).enumerate() {
+        descriptor[k / 8] |= u8::from(sample(pair[0]) < sample(pair[1])) << (k % 8);
     }
     descriptor
 }

@@ -1,6 +1,8 @@
 //! Candidates of one level (docs/orb-reference.md §3): the detection area,
 //! non-maximum suppression, grid cells and the per-cell threshold retry.
 
+use super::blocks::{block, top_bits, widest_vectors};
+
 /// A pixel of a level that survived non-maximum suppression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -58,6 +60,33 @@ impl DetectionArea {
     }
 }
 
+/// Pixels compared with their neighbours at once; the loops over them vectorise.
+const LANES: usize = 32;
+
+/// Bit `j` is set when pixel `x + j` of `here` beats its 8 neighbours (strictly,
+/// which also makes it nonzero); the caller keeps `x - 1 .. x + LANES + 1` in the rows.
+#[inline(always)]
+fn local_maxima_bits(above: &[u8], here: &[u8], below: &[u8], x: usize) -> u32 {
+    let s = block::<LANES, _>(here, x);
+    let neighbours = [
+        block::<LANES, _>(above, x - 1),
+        block(above, x),
+        block(above, x + 1),
+        block(here, x - 1),
+        block(here, x + 1),
+        block(below, x - 1),
+        block(below, x),
+        block(below, x + 1),
+    ];
+    let mut beats = [0xffu8; LANES];
+    for n in neighbours {
+        for j in 0..LANES {
+            beats[j] &= if s[j] > n[j] { 0xff } else { 0 };
+        }
+    }
+    top_bits(&beats)
+}
+
 /// Pixels of `area` whose score is nonzero and strictly greater than all 8
 /// neighbours' (equal neighbours suppress each other), in raster order.
 ///
@@ -66,23 +95,36 @@ impl DetectionArea {
 /// The area lies at least one pixel inside the score map.
 pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
     out.clear();
+    local_maxima_widest(scores, width, area, out);
+}
+
+widest_vectors!(fn local_maxima_widest = local_maxima_rows(
+    scores: &[u8],
+    width: usize,
+    area: &DetectionArea,
+    out: &mut Vec<Candidate>,
+));
+
+#[inline(always)]
+fn local_maxima_rows(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
+    let blocks_end = area.x0 + area.width() / LANES * LANES;
     for y in area.y0..area.y1 {
-        let row = |yy: usize| &scores[yy * width..(yy + 1) * width];
-        let (above, here, below) = (row(y - 1), row(y), row(y + 1));
-        // Corners are sparse: skip blocks of zero scores at once.
-        for (i, chunk) in here[area.x0..area.x1].chunks(16).enumerate() {
-            let mut nonzero = chunk
-                .iter()
-                .enumerate()
-                .fold(0u16, |bits, (j, &s)| bits | (u16::from(s != 0) << j));
-            while nonzero != 0 {
-                let x = area.x0 + 16 * i + nonzero.trailing_zeros() as usize;
-                nonzero &= nonzero - 1;
-                let s = here[x];
-                let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
-                if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
-                    out.push(Candidate::new(x, y, s));
-                }
+        let above = &scores[(y - 1) * width..y * width];
+        let here = &scores[y * width..(y + 1) * width];
+        let below = &scores[(y + 1) * width..(y + 2) * width];
+        for x in (area.x0..blocks_end).step_by(LANES) {
+            let mut bits = local_maxima_bits(above, here, below, x);
+            while bits != 0 {
+                let xx = x + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                out.push(Candidate::new(xx, y, here[xx]));
+            }
+        }
+        for x in blocks_end..area.x1 {
+            let s = here[x];
+            let beats = |n: &[u8]| s > n[x - 1] && s > n[x] && s > n[x + 1];
+            if s > here[x - 1] && s > here[x + 1] && beats(above) && beats(below) {
+                out.push(Candidate::new(x, y, s));
             }
         }
     }
@@ -191,6 +233,39 @@ mod tests {
         local_maxima(&scores, 20, &area, &mut out);
         let got: Vec<_> = out.iter().map(|c| (c.x, c.y)).collect();
         assert_eq!(got, vec![(12, 2)]);
+    }
+
+    /// On a real score map, the block path finds exactly the pixels that the
+    /// definition, checked pixel by pixel, calls local maxima.
+    #[test]
+    fn local_maxima_equal_the_definition_on_a_real_score_map() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graf1.png");
+        let image = crate::image::GrayImage::open(&path).expect("graf1.png");
+        let (w, h) = (image.width(), image.height());
+        let mut scores = vec![0u8; w * h];
+        crate::cpu::fast::score_map(image.data(), w, 7, &mut scores);
+        // An area whose width is not a multiple of the block, so both paths run.
+        let area = DetectionArea::new(w, h, 31).unwrap();
+        assert_ne!(area.width() % LANES, 0);
+        let mut found = Vec::new();
+        local_maxima(&scores, w, &area, &mut found);
+        let mut expected = Vec::new();
+        for y in area.y0..area.y1 {
+            for x in area.x0..area.x1 {
+                let s = scores[y * w + x];
+                let is_max = (-1..=1isize).all(|dy| {
+                    (-1..=1isize).all(|dx| {
+                        let n = scores[(y as isize + dy) as usize * w + (x as isize + dx) as usize];
+                        (dx, dy) == (0, 0) || s > n
+                    })
+                });
+                if s > 0 && is_max {
+                    expected.push(Candidate::new(x, y, s));
+                }
+            }
+        }
+        assert!(expected.len() > 1000, "{} maxima", expected.len());
+        assert_eq!(found, expected);
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! FAST-9 on the 16-pixel ring and the FAST score map (docs/orb-reference.md §2).
 //!
-//! Detection never branches per ring pixel: each pixel's ring is compared with
-//! `c + t` and `c - t` into a bright and a dark 16-bit mask, and the arc table says
-//! whether a mask holds 9 circularly contiguous set bits. Whole rows are first
-//! counted 32 pixels at a time (code the compiler vectorises); only pixels with 9
-//! or more bright or dark ring pixels build masks, and only corners get a score.
+//! Per pixel, the ring is compared with `c + t` and `c - t` into a bright and a
+//! dark 16-bit mask, and the arc table says whether a mask holds 9 circularly
+//! contiguous set bits. Rows are scored 32 pixels at a time by the closed form of
+//! the score instead (code the compiler vectorises, with AVX2 where the CPU has
+//! it): it decides the same corners without a branch per pixel; the tests hold
+//! it to the table path and to the brute-force segment test.
 
 use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts};
+use super::blocks::{block, block_starts, top_bits, widest_vectors};
 
 /// The ring as `(dx, dy)`, in OpenCV's `offsets16` order.
 pub const RING: [(isize, isize); 16] = [
@@ -143,29 +144,147 @@ fn best_arc_minimum(v: &[i16; 16]) -> i16 {
         .fold(i16::MIN, i16::max)
 }
 
-/// Pixels counted at once; the loops over them vectorise.
+/// Pixels scored at once; the loops over them vectorise.
 const LANES: usize = 32;
 
-/// Bit `j` is set when pixel `start + j` has at least 9 ring pixels brighter than
-/// `c + t` or at least 9 darker than `c - t` (saturating as in [`ring_masks`]).
-fn lanes_with_enough_ring(centre: &[u8], ring: &[&[u8]; 16], start: usize, t: u8) -> u32 {
-    let c = block::<LANES, _>(centre, start);
-    let hi = c.map(|c| c.saturating_add(t));
-    let lo = c.map(|c| c.saturating_sub(t));
-    let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
-    for ring_row in ring {
-        let r = block::<LANES, _>(ring_row, start);
+type Lanes = [u8; LANES];
+
+#[inline(always)]
+fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
+    let mut out = [0; LANES];
+    for j in 0..LANES {
+        out[j] = a[j].min(b[j]);
+    }
+    out
+}
+
+/// Per lane, minima of runs twice as long: `longer[i] = min(shorter[i], shorter[i + step])`.
+#[inline(always)]
+fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
+    let mut longer = [[0; LANES]; 16];
+    for (i, run) in longer.iter_mut().enumerate() {
+        *run = lane_min(&shorter[i], &shorter[(i + step) % 16]);
+    }
+    longer
+}
+
+/// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values.
+#[inline(always)]
+fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
+    let run8 = lane_runs(&lane_runs(&lane_runs(v, 1), 2), 4);
+    let mut best = [0; LANES];
+    for (i, run) in run8.iter().enumerate() {
+        let arc = lane_min(run, &v[(i + 8) % 16]);
         for j in 0..LANES {
-            bright[j] += u8::from(r[j] > hi[j]);
-            dark[j] += u8::from(r[j] < lo[j]);
+            best[j] = best[j].max(arc[j]);
         }
     }
-    (0..LANES).fold(0, |bits, j| {
-        bits | (u32::from(bright[j].max(dark[j]) >= MIN_ARC as u8) << j)
-    })
+    best
+}
+
+/// Whether any lane may be a corner at `threshold`: an arc of 9 ring pixels holds
+/// two neighbouring compass pixels (ring 0, 4, 8, 12), so a corner has such a pair
+/// both brighter than `c + t` or both darker than `c - t`. Most blocks of a
+/// smooth image have none and skip the closed form.
+#[inline(always)]
+fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
+    let (bright, dark) = (
+        compass_pairs::<false>(centre, ring, threshold),
+        compass_pairs::<true>(centre, ring, threshold),
+    );
+    let mut any = [0u8; LANES];
+    for j in 0..LANES {
+        any[j] = bright[j] | dark[j];
+    }
+    top_bits(&any) != 0
+}
+
+/// Per lane, 0xff where two neighbouring compass pixels both pass `threshold` on
+/// one side (`DARK`: darker than `c - t`, else brighter than `c + t`).
+#[inline(always)]
+fn compass_pairs<const DARK: bool>(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> Lanes {
+    let mut passes = [[0u8; LANES]; 4];
+    for (pass, k) in passes.iter_mut().zip([0, 4, 8, 12]) {
+        for j in 0..LANES {
+            let difference = if DARK {
+                centre[j].saturating_sub(ring[k][j])
+            } else {
+                ring[k][j].saturating_sub(centre[j])
+            };
+            pass[j] = if difference > threshold { 0xff } else { 0 };
+        }
+    }
+    let [n, e, s, w] = passes;
+    let mut pairs = [0u8; LANES];
+    for j in 0..LANES {
+        pairs[j] = (n[j] & e[j]) | (e[j] & s[j]) | (s[j] & w[j]) | (w[j] & n[j]);
+    }
+    pairs
+}
+
+/// Whether any lane has 9 or more ring pixels brighter than `c + t` or 9 or more
+/// darker than `c - t`, which a corner needs: the second, finer rejection.
+#[inline(always)]
+fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
+    let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
+    for r in ring {
+        for j in 0..LANES {
+            bright[j] += u8::from(r[j].saturating_sub(centre[j]) > threshold);
+            dark[j] += u8::from(centre[j].saturating_sub(r[j]) > threshold);
+        }
+    }
+    let mut enough = [0u8; LANES];
+    for j in 0..LANES {
+        enough[j] = if bright[j].max(dark[j]) >= MIN_ARC as u8 {
+            0xff
+        } else {
+            0
+        };
+    }
+    top_bits(&enough) != 0
+}
+
+/// Scores `LANES` pixels at once by the closed form of the score (§2), which
+/// needs no per-pixel branch: with `r ⊖ c` the saturating difference, the best
+/// arc minimum of `r ⊖ c` (bright side) and `c ⊖ r` (dark side) is `s(p) + 1`.
+/// Saturating at 0 changes no winning arc: a corner at `t >= 0` has an arc whose
+/// differences all exceed `t`, and every arc of the other side holds one of
+/// its pixels (9 + 9 > 16), so scores 0. A pixel is a corner at `t` iff that
+/// best exceeds `t`.
+#[inline(always)]
+fn score_block(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8, out: &mut Lanes) {
+    let mut bright = [[0; LANES]; 16];
+    let mut dark = [[0; LANES]; 16];
+    for k in 0..16 {
+        for j in 0..LANES {
+            bright[k][j] = ring[k][j].saturating_sub(centre[j]);
+            dark[k][j] = centre[j].saturating_sub(ring[k][j]);
+        }
+    }
+    let (bright, dark) = (
+        lanes_best_arc_minimum(&bright),
+        lanes_best_arc_minimum(&dark),
+    );
+    for j in 0..LANES {
+        let best = bright[j].max(dark[j]);
+        out[j] = if best > threshold { best - 1 } else { 0 };
+    }
+}
+
+/// One pixel by the arc table (§2): masks, a lookup, and the score of corners.
+/// The path for rows narrower than a block; the tests hold the block path to it.
+fn score_pixel(centre: u8, ring: &[u8; 16], threshold: u8, table: &[u64; ARC_WORDS]) -> u8 {
+    let (bright, dark) = ring_masks(centre, ring, threshold);
+    if !is_corner(table, bright, dark) {
+        return 0;
+    }
+    // A corner at `threshold` has a score in threshold..=254.
+    let on_dark_side = dark.count_ones() >= MIN_ARC;
+    corner_score_one_side(centre, ring, on_dark_side) as u8
 }
 
 /// Scores one image row; `out` is that row of the score map.
+#[inline(always)]
 fn score_row(
     image: &[u8],
     width: usize,
@@ -183,28 +302,35 @@ fn score_row(
     let centre = at(0, 0);
     let ring = RING.map(|(dx, dy)| at(dx, dy));
     let out = &mut out[RING_RADIUS..RING_RADIUS + inner];
-    let mut score_pixel = |x: usize| {
-        let values = ring.map(|row| row[x]);
-        let (bright, dark) = ring_masks(centre[x], &values, threshold);
-        if is_corner(table, bright, dark) {
-            // A corner at `threshold >= 1` has a score in threshold..=254.
-            let on_dark_side = dark.count_ones() >= MIN_ARC;
-            out[x] = corner_score_one_side(centre[x], &values, on_dark_side) as u8;
-        }
-    };
     if inner < LANES {
-        (0..inner).for_each(score_pixel);
+        for (x, o) in out.iter_mut().enumerate() {
+            *o = score_pixel(centre[x], &ring.map(|row| row[x]), threshold, table);
+        }
         return;
     }
     // Pixels in two overlapping blocks are scored twice, to the same value.
     for start in block_starts(inner, LANES) {
-        let mut bits = lanes_with_enough_ring(centre, &ring, start, threshold);
-        while bits != 0 {
-            score_pixel(start + bits.trailing_zeros() as usize);
-            bits &= bits - 1;
+        let ring = ring.map(|row| block::<LANES, _>(row, start));
+        let out: &mut Lanes = (&mut out[start..start + LANES])
+            .try_into()
+            .expect("a block inside its row");
+        let centre = block(centre, start);
+        if any_lane_may_be_corner(centre, &ring, threshold)
+            && any_lane_has_enough_ring(centre, &ring, threshold)
+        {
+            score_block(centre, &ring, threshold, out);
         }
     }
 }
+
+widest_vectors!(fn score_row_widest = score_row(
+    image: &[u8],
+    width: usize,
+    y: usize,
+    threshold: u8,
+    table: &[u64; ARC_WORDS],
+    out: &mut [u8],
+));
 
 /// The score map of one level built at `threshold` (`T_map` of the spec):
 /// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
@@ -222,7 +348,7 @@ pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
         .with_min_len(16)
         .for_each(|(y, out)| {
             if (RING_RADIUS..height - RING_RADIUS).contains(&y) {
-                score_row(image, width, y, threshold, table, out);
+                score_row_widest(image, width, y, threshold, table, out);
             } else {
                 out.fill(0);
             }
@@ -345,6 +471,45 @@ pub(crate) mod tests {
         check_real_image("graf1.png", 7);
         check_real_image("box.pgm", 20);
         check_real_image("leuvenA.jpg", 12);
+    }
+
+    /// The block path (closed form, 32 pixels at once) equals the per-pixel table
+    /// path on every pixel of real images, both as dispatched (AVX2 where the CPU
+    /// has it) and compiled for the baseline, at thresholds from 0 to 100.
+    #[test]
+    fn block_path_equals_table_path_on_real_images() {
+        let table = arc_table();
+        for name in ["graf1.png", "box.pgm", "basketball1.png"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(name);
+            let image = crate::image::GrayImage::open(&path).expect("test image");
+            let (w, h) = (image.width(), image.height());
+            for t in [0u8, 1, 7, 20, 100] {
+                let mut dispatched = vec![0u8; w * h];
+                score_map(image.data(), w, t, &mut dispatched);
+                let mut baseline = vec![0u8; w * h];
+                for (y, out) in baseline.chunks_exact_mut(w).enumerate().take(h - 3).skip(3) {
+                    score_row(image.data(), w, y, t, table, out);
+                }
+                assert!(
+                    dispatched == baseline,
+                    "{name} at {t}: dispatched != baseline"
+                );
+                let mut corners = 0;
+                for y in 3..h - 3 {
+                    for x in 3..w - 3 {
+                        let ring = RING.map(|(dx, dy)| {
+                            image.get((x as isize + dx) as usize, (y as isize + dy) as usize)
+                        });
+                        let expected = score_pixel(image.get(x, y), &ring, t, table);
+                        corners += usize::from(expected > 0);
+                        assert_eq!(baseline[y * w + x], expected, "{name} ({x}, {y}) at {t}");
+                    }
+                }
+                assert!(corners > 10, "{name}: only {corners} corners at {t}");
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
+use super::blocks::widest_vectors;
 use super::blur::gaussian_blur;
 use super::brief::{describe, steering, DESCRIPTOR_BYTES, PATTERN_REACH};
 use super::candidates::{
@@ -269,14 +270,12 @@ impl LevelWork {
         local_maxima(&self.scores, width, &area, &mut self.candidates);
         let candidates = &mut self.candidates;
         let rank_by_harris = config.score == OrbScore::Harris;
-        let harris =
-            |c: &mut Candidate| c.key = harris_key(pixels, width, c.x as usize, c.y as usize);
         match &self.grid {
             None => {
                 apply_threshold(candidates, fast_threshold);
                 if rank_by_harris {
                     keep_best_fast_scores(candidates, self.quota);
-                    candidates.iter_mut().for_each(harris);
+                    harris_keys_widest(candidates, pixels, width);
                     keep_first(candidates, self.quota, by_key);
                 } else {
                     keep_first(candidates, self.quota, by_score);
@@ -286,7 +285,7 @@ impl LevelWork {
                 apply_cell_thresholds(candidates, grid, fast_threshold, &mut self.cell_strong);
                 keep_best_fast_scores(candidates, self.quota);
                 if rank_by_harris {
-                    candidates.iter_mut().for_each(harris);
+                    harris_keys_widest(candidates, pixels, width);
                 }
                 keep_grid(candidates, self.quota);
             }
@@ -295,25 +294,71 @@ impl LevelWork {
             return;
         }
         self.smooth(pixels);
-        for c in self.candidates.iter() {
-            let (x, y) = (c.x as usize, c.y as usize);
-            let (m10, m01) = intensity_centroid(pixels, width, x, y);
-            let response = if rank_by_harris {
-                harris_response(c.key)
-            } else {
-                f32::from(c.score)
-            };
-            self.keypoints.push(LevelKeypoint {
-                x: c.x,
-                y: c.y,
-                angle: angle_degrees(m10, m01),
-                response,
-            });
-            let descriptor = describe(&self.smoothed, width, x, y, steering(m10, m01));
-            self.descriptors.extend_from_slice(&descriptor);
-        }
+        describe_candidates_widest(
+            &self.candidates,
+            pixels,
+            &self.smoothed,
+            width,
+            rank_by_harris,
+            &mut self.keypoints,
+            &mut self.descriptors,
+        );
     }
 }
+
+/// Sets each candidate's ranking key to its Harris key.
+#[inline(always)]
+fn harris_keys(candidates: &mut [Candidate], pixels: &[u8], width: usize) {
+    for c in candidates {
+        c.key = harris_key(pixels, width, c.x as usize, c.y as usize);
+    }
+}
+
+widest_vectors!(fn harris_keys_widest = harris_keys(
+    candidates: &mut [Candidate],
+    pixels: &[u8],
+    width: usize,
+));
+
+/// Orientation, response and descriptor of each selected candidate (§4, §6, §7).
+#[inline(always)]
+fn describe_candidates(
+    candidates: &[Candidate],
+    pixels: &[u8],
+    smoothed: &[u8],
+    width: usize,
+    rank_by_harris: bool,
+    keypoints: &mut Vec<LevelKeypoint>,
+    descriptors: &mut Vec<u8>,
+) {
+    for c in candidates {
+        let (x, y) = (c.x as usize, c.y as usize);
+        let (m10, m01) = intensity_centroid(pixels, width, x, y);
+        let response = if rank_by_harris {
+            harris_response(c.key)
+        } else {
+            f32::from(c.score)
+        };
+        keypoints.push(LevelKeypoint {
+            x: c.x,
+            y: c.y,
+            angle: angle_degrees(m10, m01),
+            response,
+        });
+        let descriptor = describe(smoothed, width, x, y, steering(m10, m01));
+        descriptors.extend_from_slice(&descriptor);
+    }
+}
+
+widest_vectors!(fn describe_candidates_widest = describe_candidates(
+    candidates: &[Candidate],
+    pixels: &[u8],
+    smoothed: &[u8],
+    width: usize,
+    rank_by_harris: bool,
+    keypoints: &mut Vec<LevelKeypoint>,
+    descriptors: &mut Vec<u8>,
+));
 
 impl Extractor for OrbExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {

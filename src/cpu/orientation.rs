@@ -36,6 +36,7 @@ pub fn umax() -> &'static [usize; PATCH_RADIUS + 1] {
 
 /// `(m10, m01) = (Σ u I(x+u, y+v), Σ v I(x+u, y+v))` over the circular patch; the
 /// caller keeps the patch inside the image.
+#[inline(always)]
 pub fn intensity_centroid(image: &[u8], width: usize, x: usize, y: usize) -> (i32, i32) {
     let umax = umax();
     let centre = y * width + x;

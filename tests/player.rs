@@ -78,7 +78,12 @@ fn the_sample_video_played_into_the_default_node_comes_back_as_features_and_matc
     let output = play(
         &test_data(SAMPLE),
         &domain,
-        &["--wait", "60", "--summary-json", summary_path.to_str().unwrap()],
+        &[
+            "--wait",
+            "60",
+            "--summary-json",
+            summary_path.to_str().unwrap(),
+        ],
         Duration::from_secs(120),
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -88,8 +93,7 @@ fn the_sample_video_played_into_the_default_node_comes_back_as_features_and_matc
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let summary: Summary =
-        serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
+    let summary: Summary = serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
     assert_eq!(summary.frames_sent, SAMPLE_FRAMES, "{summary:?}");
     // The latest frame wins when the node is slower than the video, so a loaded
     // machine may drop some; most must still come back.
@@ -109,7 +113,9 @@ fn the_sample_video_played_into_the_default_node_comes_back_as_features_and_matc
     );
     assert!(summary.backend.is_some(), "no diagnostics: {summary:?}");
     assert!(
-        stdout.lines().any(|l| l.contains("features") && l.contains("fps")),
+        stdout
+            .lines()
+            .any(|l| l.contains("features") && l.contains("fps")),
         "no live summary line:\n{stdout}"
     );
 }

@@ -173,9 +173,10 @@ __device__ long long harris_key(const unsigned char* p, int w) {
 }
 
 // Appends every NMS survivor (at its cell's threshold) to its level's candidate list
-// with warp-aggregated atomics and counts it in its cell. The FAST ranking key is
-// written here; the Harris key is left to orb_candidate_keys, where every lane of a
-// warp has a candidate (here few lanes survive NMS).
+// with warp-aggregated atomics, counts it in its cell and in its level's histogram of
+// FAST scores (the pre-filter's input, orb_prefilter_cut). The FAST ranking key is
+// written here; the Harris key is left to orb_candidate_keys, after the pre-filter,
+// where every lane of a warp has a candidate (here few lanes survive NMS).
 extern "C" __global__ void orb_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
@@ -190,6 +191,8 @@ extern "C" __global__ void orb_candidates(
     int* __restrict__ cand_cell,            // cell within the level
     unsigned int* __restrict__ cand_in_cell, // arrival order within the cell
     long long* __restrict__ cand_key,
+    unsigned char* __restrict__ cand_score,  // FAST score s
+    unsigned int* level_hist,           // per level 256 bins of s, start at 0
     int total_pixels) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
@@ -207,17 +210,22 @@ extern "C" __global__ void orb_candidates(
         cand_yx[c] = ((unsigned int)a.y << 16) | (unsigned int)a.x;
         cand_cell[c] = a.cell;
         cand_in_cell[c] = atomicAdd(cell_counts + lv.cell_offset + a.cell, 1u);
-        if (!harris) cand_key[c] = (long long)scores[i];
+        const unsigned char s = scores[i];
+        cand_score[c] = s;
+        atomicAdd(level_hist + a.level * 256 + s, 1u);
+        if (!harris) cand_key[c] = (long long)s;
     }
 }
 
-// The Harris ranking key of every candidate, one thread per candidate slot.
+// The Harris ranking key of every candidate that the FAST pre-filter kept
+// (orb_prefilter_keep), one thread per candidate slot.
 extern "C" __global__ void orb_candidate_keys(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
     const unsigned int* __restrict__ cand_yx,
+    const unsigned char* __restrict__ cand_kept,
     long long* __restrict__ cand_key,
     int total_slots) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
@@ -226,7 +234,7 @@ extern "C" __global__ void orb_candidate_keys(
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
         int l = slot_level(levels, n_levels, i);
         const OrbLevel& lv = levels[l];
-        if (i - lv.cand_offset >= (int)min(level_counts[l], (unsigned int)lv.cand_capacity)) continue;
+        if (i - lv.cand_offset >= (int)min(level_counts[l], (unsigned int)lv.cand_capacity) || !cand_kept[i]) continue;
         const unsigned int yx = cand_yx[i];
         const int x = yx & 0xffff, y = yx >> 16;
         cand_key[i] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);

@@ -195,7 +195,7 @@ extern "C" __global__ void orb_rank_in_cell(
 
 // Per level: where each rank's group starts in the level's order, how many keypoints
 // the level keeps (min(quota, candidates)) and where they go in the output.
-// One thread per level, one block.
+// One block, one warp per level: the warp scans the level's rank counts 32 at a time.
 extern "C" __global__ void orb_rank_starts(
     int n_levels,
     const unsigned int* __restrict__ level_counts,
@@ -208,22 +208,39 @@ extern "C" __global__ void orb_rank_starts(
     unsigned int* __restrict__ level_out_start,
     unsigned int* __restrict__ level_grouped) { // members of the groups that reach the quota
     __shared__ unsigned int kept[ORB_MAX_LEVELS];
-    int l = threadIdx.x;
+    const int l = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (l < n_levels) {
-        unsigned int sum = 0, grouped = 0;
-        for (int k = 0; k < max_rank; ++k) {
-            const unsigned int count = rank_counts[l * max_rank + k];
-            rank_starts[l * max_rank + k] = sum;
-            if (sum < (unsigned int)quotas[l]) grouped = sum + count;
-            sum += count;
+        const unsigned int quota = (unsigned int)quotas[l];
+        unsigned int carry = 0, grouped = 0;
+        for (int base = 0; base < max_rank; base += 32) {
+            const int k = base + lane;
+            const unsigned int count = k < max_rank ? rank_counts[l * max_rank + k] : 0u;
+            unsigned int sum = count;  // inclusive scan over the lanes
+#pragma unroll
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                const unsigned int other = __shfl_up_sync(0xffffffffu, sum, offset);
+                if (lane >= offset) sum += other;
+            }
+            const unsigned int start = carry + sum - count;
+            if (k < max_rank) {
+                rank_starts[l * max_rank + k] = start;
+                // Starts only grow with k: the last group starting below the quota ends it.
+                if (start < quota) grouped = start + count;
+            }
+            carry += __shfl_sync(0xffffffffu, sum, 31);
         }
-        level_grouped[l] = grouped;
-        unsigned int candidates = min(level_counts[l], (unsigned int)levels[l].cand_capacity);
-        kept[l] = min(candidates, (unsigned int)quotas[l]);
-        level_kept[l] = kept[l];
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1)
+            grouped = max(grouped, __shfl_xor_sync(0xffffffffu, grouped, offset));
+        if (lane == 0) {
+            level_grouped[l] = grouped;
+            const unsigned int candidates = min(level_counts[l], (unsigned int)levels[l].cand_capacity);
+            kept[l] = min(candidates, quota);
+            level_kept[l] = kept[l];
+        }
     }
     __syncthreads();
-    if (l == 0) {
+    if (threadIdx.x == 0) {
         unsigned int total = 0;
         for (int m = 0; m < n_levels; ++m) {
             level_out_start[m] = total;

@@ -675,7 +675,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.kept.ptr)
                 .arg(&plan.level_out_start.ptr)
                 .arg(&plan.level_grouped.ptr)
-                .launch(cfg(1, WARP))?;
+                .launch(cfg(1, WARP * n_levels as u32))?;
             stream
                 .launch_builder(&k.gather_ranks)
                 .arg(&plan.levels.ptr)

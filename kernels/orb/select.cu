@@ -102,7 +102,8 @@ extern "C" __global__ void orb_prefilter_ties(
 }
 
 // Step 1, the verdict: kept iff s > s*, or s = s* and fewer than `tie_quota` listed
-// ties come before it in raster order (y << 16 | x ascending).
+// ties come before it in raster order (y << 16 | x ascending). Each tie reads its
+// level's whole tie list: quadratic in the number of candidates scoring exactly s*.
 extern "C" __global__ void orb_prefilter_keep(
     const OrbLevel* __restrict__ level_table, int n_levels,
     const unsigned int* __restrict__ level_counts,

@@ -18,24 +18,49 @@ __device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int
     return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
 }
 
-// Largest t at which the pixel is a corner: over the 16 arcs of 9 ring pixels, the
-// largest min(r - c) (bright) or min(c - r) (dark), minus 1. Written with minima of
-// both signed differences and no negated maximum: ptxas 13.0 for sm_90 fused the
-// form max(min(d), -max(d)) into three-input VIMNMX3 instructions that computed
-// max(d) instead (seen on an H200, 2026-11-21; tests/cuda_orb.rs caught it).
-__device__ __forceinline__ int fast_score(const int* bright, const int* dark) {
-    int best = -256;
+// The 16 ring bytes rotated by one or two pixels: pixel r of the result is pixel
+// r + n of `ring` (byte k of word w = ring pixel 4w + k).
+__device__ __forceinline__ void rotate_ring(const unsigned int* ring, unsigned int* out, unsigned int selector) {
 #pragma unroll
-    for (int a = 0; a < 16; ++a) {
-        int lo_bright = 256, lo_dark = 256;
+    for (int w = 0; w < 4; ++w) out[w] = __byte_perm(ring[w], ring[(w + 1) & 3], selector);
+}
+#define ROTATE_1 0x4321u
+#define ROTATE_2 0x5432u
+
+// Per ring pixel r, the minimum (`take_min`) or maximum of the arc of 9 ring pixels
+// starting at r, four pixels per word: pairs, fours, eights, then the ninth.
+template <bool take_min>
+__device__ __forceinline__ void arc_extremes(const unsigned int* ring, unsigned int* arc9) {
+    auto pick = [](unsigned int a, unsigned int b) { return take_min ? __vminu4(a, b) : __vmaxu4(a, b); };
+    unsigned int shifted[4], two[4], four[4];
+    rotate_ring(ring, shifted, ROTATE_1);
 #pragma unroll
-        for (int k = 0; k < 9; ++k) {
-            lo_bright = min(lo_bright, bright[(a + k) & 15]);
-            lo_dark = min(lo_dark, dark[(a + k) & 15]);
-        }
-        best = max(best, max(lo_bright, lo_dark));
-    }
-    return best - 1;
+    for (int w = 0; w < 4; ++w) two[w] = pick(ring[w], shifted[w]);
+    rotate_ring(two, shifted, ROTATE_2);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) four[w] = pick(two[w], shifted[w]);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) arc9[w] = pick(pick(four[w], four[(w + 1) & 3]), ring[(w + 2) & 3]);
+}
+
+// The largest (`take_max`) or smallest of the 16 bytes.
+template <bool take_max>
+__device__ __forceinline__ int byte_extreme(const unsigned int* v) {
+    auto pick = [](unsigned int a, unsigned int b) { return take_max ? __vmaxu4(a, b) : __vminu4(a, b); };
+    unsigned int x = pick(pick(v[0], v[1]), pick(v[2], v[3]));
+    x = pick(x, __byte_perm(x, 0u, 0x1032u));
+    x = pick(x, __byte_perm(x, 0u, 0x2301u));
+    return (int)(x & 0xffu);
+}
+
+// Largest t at which the pixel is a corner: over the 16 arcs A of 9 ring pixels,
+// max(min_A(r - c), min_A(c - r)) - 1 = max(max_A min_A r - c, c - min_A max_A r) - 1,
+// with the arc minima and maxima taken on packed bytes (__vminu4 / __vmaxu4).
+__device__ __forceinline__ int fast_score(const unsigned int* ring, int c) {
+    unsigned int arc_min[4], arc_max[4];
+    arc_extremes<true>(ring, arc_min);
+    arc_extremes<false>(ring, arc_max);
+    return max(byte_extreme<true>(arc_min) - c, c - byte_extreme<false>(arc_max)) - 1;
 }
 
 // s(p) for every pixel of every level; 0 outside the ring-safe area and for pixels
@@ -84,16 +109,7 @@ extern "C" __global__ void orb_fast_score(
                 bright |= byte_mask_bits(__vcmpgtu4(ring[w], above)) << (4 * w);
                 dark |= byte_mask_bits(__vcmpltu4(ring[w], below)) << (4 * w);
             }
-            if (arc_lookup(arc, bright) || arc_lookup(arc, dark)) {
-                int above_c[16], below_c[16];
-#pragma unroll
-                for (int r = 0; r < 16; ++r) {
-                    int value = (int)((ring[r >> 2] >> (8 * (r & 3))) & 0xffu);
-                    above_c[r] = value - c;
-                    below_c[r] = c - value;
-                }
-                score = fast_score(above_c, below_c);
-            }
+            if (arc_lookup(arc, bright) || arc_lookup(arc, dark)) score = fast_score(ring, c);
         }
         scores[i] = (unsigned char)score;
     }
@@ -173,9 +189,10 @@ __device__ long long harris_key(const unsigned char* p, int w) {
 }
 
 // Appends every NMS survivor (at its cell's threshold) to its level's candidate list
-// with warp-aggregated atomics and counts it in its cell. The FAST ranking key is
-// written here; the Harris key is left to orb_candidate_keys, where every lane of a
-// warp has a candidate (here few lanes survive NMS).
+// with warp-aggregated atomics, counts it in its cell and in its level's histogram of
+// FAST scores (the pre-filter's input, orb_prefilter_cut). The FAST ranking key is
+// written here; the Harris key is left to orb_candidate_keys, after the pre-filter,
+// where every lane of a warp has a candidate (here few lanes survive NMS).
 extern "C" __global__ void orb_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
@@ -190,6 +207,8 @@ extern "C" __global__ void orb_candidates(
     int* __restrict__ cand_cell,            // cell within the level
     unsigned int* __restrict__ cand_in_cell, // arrival order within the cell
     long long* __restrict__ cand_key,
+    unsigned char* __restrict__ cand_score,  // FAST score s
+    unsigned int* level_hist,           // per level 256 bins of s, start at 0
     int total_pixels) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
@@ -207,17 +226,22 @@ extern "C" __global__ void orb_candidates(
         cand_yx[c] = ((unsigned int)a.y << 16) | (unsigned int)a.x;
         cand_cell[c] = a.cell;
         cand_in_cell[c] = atomicAdd(cell_counts + lv.cell_offset + a.cell, 1u);
-        if (!harris) cand_key[c] = (long long)scores[i];
+        const unsigned char s = scores[i];
+        cand_score[c] = s;
+        atomicAdd(level_hist + a.level * 256 + s, 1u);
+        if (!harris) cand_key[c] = (long long)s;
     }
 }
 
-// The Harris ranking key of every candidate, one thread per candidate slot.
+// The Harris ranking key of every candidate that the FAST pre-filter kept
+// (orb_prefilter_keep), one thread per candidate slot.
 extern "C" __global__ void orb_candidate_keys(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
     const unsigned int* __restrict__ cand_yx,
+    const unsigned char* __restrict__ cand_kept,
     long long* __restrict__ cand_key,
     int total_slots) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
@@ -226,7 +250,7 @@ extern "C" __global__ void orb_candidate_keys(
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
         int l = slot_level(levels, n_levels, i);
         const OrbLevel& lv = levels[l];
-        if (i - lv.cand_offset >= (int)min(level_counts[l], (unsigned int)lv.cand_capacity)) continue;
+        if (i - lv.cand_offset >= (int)min(level_counts[l], (unsigned int)lv.cand_capacity) || !cand_kept[i]) continue;
         const unsigned int yx = cand_yx[i];
         const int x = yx & 0xffff, y = yx >> 16;
         cand_key[i] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);

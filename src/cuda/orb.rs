@@ -36,6 +36,8 @@ const WARP: u32 = 32;
 const DESCRIBE_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
 const SCAN_BLOCK: u32 = 1024;
+/// Bins of a level's FAST-score histogram (`ORB_SCORE_BINS` in kernels/orb/select.cu).
+const SCORE_BINS: usize = 256;
 const DESCRIPTOR_WORDS: usize = 8;
 
 /// Mirrors `OrbLevel` in kernels/common/levels.cuh.
@@ -97,13 +99,21 @@ struct Plan {
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
     barrier: DeviceBuffer,
-    /// Zeroed each frame: cell flags, cell counts, level counts, rank counts.
+    /// Zeroed each frame: cell flags, cell counts, level counts, rank counts,
+    /// score histograms, tie counts.
     counters: DeviceBuffer,
     cell_starts: DeviceBuffer,
     cand_yx: DeviceBuffer,
     cand_cell: DeviceBuffer,
     cand_in_cell: DeviceBuffer,
     cand_key: DeviceBuffer,
+    cand_score: DeviceBuffer,
+    /// FAST pre-filter (docs/orb-reference.md §5, grid step 1): per level the cut
+    /// score and how many of its ties stay, the ties' positions, the verdicts.
+    prefilter_cut: DeviceBuffer,
+    tie_quota: DeviceBuffer,
+    tie_yx: DeviceBuffer,
+    cand_kept: DeviceBuffer,
     cand_rank: DeviceBuffer,
     cand_in_rank: DeviceBuffer,
     cell_members: DeviceBuffer,
@@ -138,6 +148,9 @@ struct Kernels {
     cell_flags: CudaFunction,
     candidates: CudaFunction,
     candidate_keys: CudaFunction,
+    prefilter_cut: CudaFunction,
+    prefilter_ties: CudaFunction,
+    prefilter_keep: CudaFunction,
     scan: CudaFunction,
     gather_cells: CudaFunction,
     rank_in_cell: CudaFunction,
@@ -156,6 +169,9 @@ impl Kernels {
             cell_flags: orb("orb_detect", "orb_cell_flags")?,
             candidates: orb("orb_detect", "orb_candidates")?,
             candidate_keys: orb("orb_detect", "orb_candidate_keys")?,
+            prefilter_cut: orb("orb_select", "orb_prefilter_cut")?,
+            prefilter_ties: orb("orb_select", "orb_prefilter_ties")?,
+            prefilter_keep: orb("orb_select", "orb_prefilter_keep")?,
             scan: orb("orb_select", "orb_exclusive_scan")?,
             gather_cells: orb("orb_select", "orb_gather_cells")?,
             rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
@@ -426,7 +442,7 @@ impl CudaOrbExtractor {
         let n_levels = levels.len();
         let cells = cells.max(1);
         let slots = slots.max(1);
-        let counters = cells * 2 + n_levels + n_levels * max_rank;
+        let counters = cells * 2 + n_levels + n_levels * max_rank + n_levels * (SCORE_BINS + 1);
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
         Ok(Plan {
             width,
@@ -451,6 +467,11 @@ impl CudaOrbExtractor {
             cand_cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_in_cell: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cand_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+            cand_score: DeviceBuffer::new(ctx, slots)?,
+            prefilter_cut: DeviceBuffer::new(ctx, n_levels * size_of::<i32>())?,
+            tie_quota: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            tie_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            cand_kept: DeviceBuffer::new(ctx, slots)?,
             cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
@@ -490,6 +511,8 @@ impl CudaOrbExtractor {
         let cell_counts: CUdeviceptr = counters + (cells * 4) as u64;
         let level_counts: CUdeviceptr = counters + (cells * 8) as u64;
         let rank_counts: CUdeviceptr = level_counts + (n_lv * 4) as u64;
+        let level_hist: CUdeviceptr = rank_counts + (n_lv * plan.max_rank as usize * 4) as u64;
+        let tie_counts: CUdeviceptr = level_hist + (n_lv * SCORE_BINS * 4) as u64;
         // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
         unsafe {
             cudarc::driver::result::memset_d8_async(
@@ -555,8 +578,43 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_cell.ptr)
                 .arg(&plan.cand_in_cell.ptr)
                 .arg(&plan.cand_key.ptr)
+                .arg(&plan.cand_score.ptr)
+                .arg(&level_hist)
                 .arg(&plan.total_pixels)
                 .launch(cfg(grid_of(&k.candidates)?, BLOCK))?;
+            stream
+                .launch_builder(&k.prefilter_cut)
+                .arg(&level_hist)
+                .arg(&plan.quotas.ptr)
+                .arg(&plan.prefilter_cut.ptr)
+                .arg(&plan.tie_quota.ptr)
+                .launch(cfg(n_levels as u32, SCORE_BINS as u32))?;
+            stream
+                .launch_builder(&k.prefilter_ties)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_score.ptr)
+                .arg(&plan.prefilter_cut.ptr)
+                .arg(&tie_counts)
+                .arg(&plan.tie_yx.ptr)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.prefilter_ties)?, BLOCK))?;
+            stream
+                .launch_builder(&k.prefilter_keep)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.cand_yx.ptr)
+                .arg(&plan.cand_score.ptr)
+                .arg(&plan.prefilter_cut.ptr)
+                .arg(&plan.tie_quota.ptr)
+                .arg(&tie_counts)
+                .arg(&plan.tie_yx.ptr)
+                .arg(&plan.cand_kept.ptr)
+                .arg(&plan.total_slots)
+                .launch(cfg(grid_of(&k.prefilter_keep)?, BLOCK))?;
             if harris != 0 {
                 stream
                     .launch_builder(&k.candidate_keys)
@@ -565,6 +623,7 @@ impl CudaOrbExtractor {
                     .arg(&n_levels)
                     .arg(&level_counts)
                     .arg(&plan.cand_yx.ptr)
+                    .arg(&plan.cand_kept.ptr)
                     .arg(&plan.cand_key.ptr)
                     .arg(&plan.total_slots)
                     .launch(cfg(grid_of(&k.candidate_keys)?, BLOCK))?;
@@ -594,6 +653,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_yx.ptr)
                 .arg(&plan.cand_cell.ptr)
                 .arg(&plan.cand_key.ptr)
+                .arg(&plan.cand_kept.ptr)
                 .arg(&plan.cell_starts.ptr)
                 .arg(&cell_counts)
                 .arg(&plan.cell_members.ptr)
@@ -615,7 +675,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.kept.ptr)
                 .arg(&plan.level_out_start.ptr)
                 .arg(&plan.level_grouped.ptr)
-                .launch(cfg(1, WARP))?;
+                .launch(cfg(1, WARP * n_levels as u32))?;
             stream
                 .launch_builder(&k.gather_ranks)
                 .arg(&plan.levels.ptr)

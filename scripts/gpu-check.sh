@@ -4,8 +4,10 @@
 #   2. compute-sanitizer memcheck and racecheck on the pipeline,
 #   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8,
 #   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
+#   5. the node's latency, image received -> Features published (benches/node_latency.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
-# no Rust): pass the folder holding `orbsift` and the `cuda_orb-*` test binary.
+# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*` test binary and the
+# `node_latency-*` bench binary (`cargo bench --bench node_latency --no-run`).
 #
 # Usage: scripts/gpu-check.sh [BIN_DIR]   (default: build here with cargo)
 # Writes logs under $OUT when set, else under out/gpu-check.
@@ -20,9 +22,12 @@ if [[ -z "$bin_dir" ]]; then
     test_bin=$(cargo test --release --test cuda_orb --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_orb[^"]*\)".*/\1/p' | tail -n 1)
     orbsift=target/release/orbsift
+    cargo bench --bench node_latency --no-run || exit 1
+    node_bench=$(ls -t target/release/deps/node_latency-* | grep -v '\.d$' | head -n 1)
 else
     orbsift="$bin_dir/orbsift"
     test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
+    node_bench=$(ls "$bin_dir"/node_latency-* | head -n 1)
 fi
 
 # cudarc looks for libnvrtc.so, libnvrtc.so.12 (and older): give it the toolkit's
@@ -70,10 +75,13 @@ if command -v ncu >/dev/null; then
         paste - - | awk '{print $1, $(NF)}' | sort -k2 -n -r | head -n 12
 fi
 
+ORBSIFT_DATA_DIR=tests/data run node_latency "$node_bench" --bench node
+grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
+
 echo
 echo "| check | result |"
 echo "|---|---|"
-for name in parity memcheck racecheck bench bench_unified bench_sm8 ncu; do
+for name in parity memcheck racecheck bench bench_unified bench_sm8 ncu node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log

@@ -9,10 +9,13 @@
 //!   match, IoU >= 0.5 with the right keypoint >= 0.98;
 //! - descriptor scale (1.5, 2, 2.5, bilinear downscale): same with keypoints scaled, >= 0.78.
 
+mod common;
+
 use std::path::Path;
 
+use common::invariance;
 use orbsift::cpu::sift::SiftExtractor;
-use orbsift::{Descriptors, Features, GrayImage, Keypoints, SiftConfig};
+use orbsift::{Descriptors, Features, GrayImage, Keypoints, Match, SiftConfig};
 
 fn graf1() -> GrayImage {
     GrayImage::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graf1.png")).unwrap()
@@ -64,12 +67,22 @@ impl Rotation {
         }
     }
 
-    fn forward(&self, x: f32, y: f32) -> (f32, f32) {
-        let (dx, dy) = (x - self.from_centre.0, y - self.from_centre.1);
-        (
-            self.cos * dx - self.sin * dy + self.to_centre,
-            self.sin * dx + self.cos * dy + self.to_centre,
-        )
+    /// The forward map as a row-major homography (for `invariance::project`).
+    fn homography(&self) -> [f64; 9] {
+        let (c, s) = (self.cos as f64, self.sin as f64);
+        let (fx, fy) = (self.from_centre.0 as f64, self.from_centre.1 as f64);
+        let t = self.to_centre as f64;
+        [
+            c,
+            -s,
+            t - c * fx + s * fy,
+            s,
+            c,
+            t - s * fx - c * fy,
+            0.0,
+            0.0,
+            1.0,
+        ]
     }
 
     fn inverse(&self, x: f32, y: f32) -> (f32, f32) {
@@ -80,12 +93,12 @@ impl Rotation {
         )
     }
 
-    /// The rotated image and whether each of its pixels maps inside the unmasked area
+    /// The rotated image and a mask set where its pixels map inside the unmasked area
     /// (the source minus a 16 px border).
-    fn warp(&self, image: &GrayImage) -> (GrayImage, Vec<bool>) {
+    fn warp(&self, image: &GrayImage) -> (GrayImage, GrayImage) {
         let n = self.side;
         let mut pixels = vec![0u8; n * n];
-        let mut mask = vec![false; n * n];
+        let mut mask = vec![0u8; n * n];
         let (w, h) = (image.width() as f32, image.height() as f32);
         for y in 0..n {
             for x in 0..n {
@@ -93,86 +106,51 @@ impl Rotation {
                 if let Some(v) = sample(image, sx, sy) {
                     pixels[y * n + x] = v.round().clamp(0.0, 255.0) as u8;
                 }
-                mask[y * n + x] =
+                let inside =
                     sx > BORDER - 1.0 && sy > BORDER - 1.0 && sx < w - BORDER && sy < h - BORDER;
+                mask[y * n + x] = if inside { 255 } else { 0 };
             }
         }
-        (GrayImage::new(n, n, pixels).unwrap(), mask)
+        (
+            GrayImage::new(n, n, pixels).unwrap(),
+            GrayImage::new(n, n, mask).unwrap(),
+        )
     }
 }
 
 const BORDER: f32 = 16.0;
 
-/// Keeps keypoints whose rounded position is inside `mask` (OpenCV's runByPixelsMask).
-fn masked(features: &Features, width: usize, mask: &[bool]) -> Features {
-    let k = &features.keypoints;
-    let keep: Vec<usize> = (0..k.len())
-        .filter(|&i| {
-            let (x, y) = ((k.x[i] + 0.5) as usize, (k.y[i] + 0.5) as usize);
-            mask[y * width + x]
-        })
-        .collect();
-    let mut keypoints = Keypoints::with_capacity(keep.len());
-    let mut data = Vec::new();
-    for &i in &keep {
-        keypoints.push(
-            k.x[i],
-            k.y[i],
-            k.size[i],
-            k.angle[i],
-            k.response[i],
-            k.octave[i],
-        );
-        data.extend_from_slice(features.descriptors.get(i));
-    }
-    Features {
-        keypoints,
-        descriptors: Descriptors {
-            kind: features.descriptors.kind,
-            data,
-        },
-        ..features.clone()
-    }
+/// Features whose rounded position is set in `mask` (OpenCV's runByPixelsMask).
+fn masked(features: &Features, mask: &GrayImage) -> Features {
+    invariance::subset(
+        features,
+        &invariance::inside_mask(&features.keypoints, mask),
+    )
 }
 
-fn border_mask(image: &GrayImage) -> Vec<bool> {
+/// Set inside the image less a 16 px border.
+fn border_mask(image: &GrayImage) -> GrayImage {
     let (w, h) = (image.width(), image.height());
     let b = BORDER as usize;
-    (0..w * h)
-        .map(|i| (b..w - b).contains(&(i % w)) && (b..h - b).contains(&(i / w)))
-        .collect()
+    let pixels = (0..w * h)
+        .map(|i| {
+            let inside = (b..w - b).contains(&(i % w)) && (b..h - b).contains(&(i / w));
+            if inside {
+                255
+            } else {
+                0
+            }
+        })
+        .collect();
+    GrayImage::new(w, h, pixels).unwrap()
 }
 
-/// Intersection over union of two circles (OpenCV's `calcIntersectRatio`).
-fn circle_iou(p0: (f32, f32), r0: f32, p1: (f32, f32), r1: f32) -> f32 {
-    let c = (p0.0 - p1.0).hypot(p0.1 - p1.1);
-    let intersection = if r0 + r1 <= c {
-        0.0
-    } else if c + r0.min(r1) <= r0.max(r1) {
-        std::f32::consts::PI * r0.min(r1).powi(2)
-    } else {
-        let a0 = 2.0
-            * ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c))
-                .clamp(-1.0, 1.0)
-                .acos();
-        let a1 = 2.0
-            * ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c))
-                .clamp(-1.0, 1.0)
-                .acos();
-        0.5 * r0 * r0 * (a0 - a0.sin()) + 0.5 * r1 * r1 * (a1 - a1.sin())
-    };
-    intersection / (std::f32::consts::PI * (r0 * r0 + r1 * r1) - intersection)
-}
-
-fn angle_difference(a: f32, b: f32) -> f32 {
-    let d = (a - b).rem_euclid(360.0);
-    d.min(360.0 - d)
-}
-
-/// For each row of `a`, the index of the nearest row of `b` in L2 (BFMatcher::match).
-fn nearest(a: &Descriptors, b: &Descriptors) -> Vec<usize> {
+/// For each row of `a`, the nearest row of `b` in L2 (BFMatcher::match); the
+/// distance is left out, as the protocol does not use it.
+fn nearest(a: &Descriptors, b: &Descriptors) -> Vec<Match> {
     a.iter()
-        .map(|da| {
+        .enumerate()
+        .filter_map(|(q, da)| {
             b.iter()
                 .enumerate()
                 .map(|(j, db)| {
@@ -184,8 +162,11 @@ fn nearest(a: &Descriptors, b: &Descriptors) -> Vec<usize> {
                     (d, j)
                 })
                 .min()
-                .map(|(_, j)| j)
-                .unwrap_or(usize::MAX)
+                .map(|(_, j)| Match {
+                    query: q as u32,
+                    train: j as u32,
+                    distance: 0.0,
+                })
         })
         .collect()
 }
@@ -198,40 +179,17 @@ fn sift() -> SiftExtractor {
 fn detector_rotation_invariance() {
     let image = graf1();
     let sift = sift();
-    let k0 = masked(
-        &sift.detect_and_describe(&image),
-        image.width(),
-        &border_mask(&image),
-    );
+    let k0 = masked(&sift.detect_and_describe(&image), &border_mask(&image));
     let k0 = &k0.keypoints;
     assert!(k0.len() >= 15);
     let mut failures = Vec::new();
     for angle in (0..360).step_by(15) {
         let rotation = Rotation::new(&image, angle as f32);
         let (rotated, mask) = rotation.warp(&image);
-        let k1 = masked(&sift.detect_and_describe(&rotated), rotation.side, &mask);
+        let k1 = masked(&sift.detect_and_describe(&rotated), &mask);
         let k1 = &k1.keypoints;
-        let (mut matched, mut angle_inliers) = (0, 0);
-        for i in 0..k0.len() {
-            let p0 = rotation.forward(k0.x[i], k0.y[i]);
-            let best = (0..k1.len())
-                .map(|j| {
-                    (
-                        circle_iou(p0, k0.size[i] / 2.0, (k1.x[j], k1.y[j]), k1.size[j] / 2.0),
-                        j,
-                    )
-                })
-                .fold((0.0f32, usize::MAX), |a, b| if b.0 > a.0 { b } else { a });
-            if best.0 < 0.5 {
-                continue;
-            }
-            matched += 1;
-            if angle_difference(k0.angle[i] + angle as f32, k1.angle[best.1]) < 15.0 {
-                angle_inliers += 1;
-            }
-        }
-        let match_ratio = matched as f32 / k0.len() as f32;
-        let angle_ratio = angle_inliers as f32 / matched.max(1) as f32;
+        let score = invariance::detector_rotation(k0, k1, &rotation.homography(), angle as f32);
+        let (match_ratio, angle_ratio) = (score.match_ratio, score.angle_inlier_ratio);
         println!("rotation {angle:3}: keypoints {}, match ratio {match_ratio:.3} (>= 0.45), angle inliers {angle_ratio:.3} (>= 0.70)", k1.len());
         if match_ratio < 0.45 || angle_ratio < 0.70 {
             failures.push(angle);
@@ -248,11 +206,7 @@ fn detector_rotation_invariance() {
 fn descriptor_rotation_invariance() {
     let image = graf1();
     let sift = sift();
-    let f0 = masked(
-        &sift.detect_and_describe(&image),
-        image.width(),
-        &border_mask(&image),
-    );
+    let f0 = masked(&sift.detect_and_describe(&image), &border_mask(&image));
     let k0 = &f0.keypoints;
     // Our keypoints do not carry OpenCV's packed layer, so both sides take the layer from
     // the size (OpenCV's SetSuitableSIFTOctave rule) and compare like with like.
@@ -261,26 +215,9 @@ fn descriptor_rotation_invariance() {
     for angle in (0..360).step_by(15) {
         let rotation = Rotation::new(&image, angle as f32);
         let (rotated, _) = rotation.warp(&image);
-        let mut k1 = Keypoints::with_capacity(k0.len());
-        for i in 0..k0.len() {
-            let (x, y) = rotation.forward(k0.x[i], k0.y[i]);
-            let a = (k0.angle[i] + angle as f32).rem_euclid(360.0);
-            k1.push(x, y, k0.size[i], a, k0.response[i], k0.octave[i]);
-        }
+        let k1 = invariance::rotated(k0, &rotation.homography(), angle as f32);
         let d1 = sift.describe_frames(&rotated, &k1).unwrap();
-        let inliers = nearest(&d0, &d1)
-            .iter()
-            .enumerate()
-            .filter(|&(q, &t)| {
-                circle_iou(
-                    (k1.x[q], k1.y[q]),
-                    k1.size[q] / 2.0,
-                    (k1.x[t], k1.y[t]),
-                    k1.size[t] / 2.0,
-                ) >= 0.5
-            })
-            .count();
-        let ratio = inliers as f32 / k0.len() as f32;
+        let ratio = invariance::descriptor_rotation(&k1, &nearest(&d0, &d1), k0.len());
         println!("descriptor rotation {angle:3}: inlier ratio {ratio:.4} (>= 0.98)");
         if ratio < 0.98 {
             failures.push(angle);
@@ -330,19 +267,8 @@ fn descriptor_scale_invariance() {
             );
         }
         let d1 = sift.describe_frames(&small, &k1).unwrap();
-        let inliers = nearest(&f0.descriptors, &d1)
-            .iter()
-            .enumerate()
-            .filter(|&(q, &t)| {
-                circle_iou(
-                    (k0.x[q], k0.y[q]),
-                    k0.size[q] / 2.0,
-                    (k0.x[t], k0.y[t]),
-                    k0.size[t] / 2.0,
-                ) >= 0.5
-            })
-            .count();
-        let ratio = inliers as f32 / k0.len() as f32;
+        // The pairs are checked on the original keypoints, as OpenCV's test does.
+        let ratio = invariance::descriptor_rotation(k0, &nearest(&f0.descriptors, &d1), k0.len());
         println!("descriptor scale {scale}: inlier ratio {ratio:.4} (>= 0.78)");
         if ratio < 0.78 {
             failures.push(scale);

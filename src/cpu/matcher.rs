@@ -351,6 +351,10 @@ mod tests {
             .unwrap()
     }
 
+    fn run_orb(m: &mut BruteForceMatcher, q: &[Vec<u8>], t: &[Vec<u8>]) -> Vec<Match> {
+        run(m, DescriptorKind::Orb256, q, t)
+    }
+
     /// Train descriptors, and queries that are a shuffled copy with `flips[i]` bits of
     /// query `i` flipped: query `i`'s true match is `perm[i]` at distance `flips[i]`.
     struct Shuffled {
@@ -384,12 +388,7 @@ mod tests {
     #[test]
     fn finds_the_shuffled_copies_with_their_exact_hamming_distance() {
         let s = shuffled(1, 500);
-        let matches = run(
-            &mut matcher(0.8, true, 0.0),
-            DescriptorKind::Orb256,
-            &s.query,
-            &s.train,
-        );
+        let matches = run_orb(&mut matcher(0.8, true, 0.0), &s.query, &s.train);
         // Random 256-bit strings lie ~128 bits apart, so every true pair passes.
         assert_eq!(matches.len(), 500);
         for (i, m) in matches.iter().enumerate() {
@@ -402,12 +401,7 @@ mod tests {
     #[test]
     fn max_distance_keeps_exactly_the_close_pairs() {
         let s = shuffled(2, 300);
-        let matches = run(
-            &mut matcher(0.8, true, 5.0),
-            DescriptorKind::Orb256,
-            &s.query,
-            &s.train,
-        );
+        let matches = run_orb(&mut matcher(0.8, true, 5.0), &s.query, &s.train);
         let expected: Vec<usize> = (0..300).filter(|&i| s.flips[i] <= 5).collect();
         let got: Vec<usize> = matches.iter().map(|m| m.query as usize).collect();
         assert_eq!(got, expected);
@@ -423,13 +417,7 @@ mod tests {
         train[1] = flip_bits(&train[0], 0..9);
         let query_at = |k: usize| vec![flip_bits(&train[0], 0..k)];
         let kept = |ratio: f64, k: usize| {
-            !run(
-                &mut matcher(ratio, false, 0.0),
-                DescriptorKind::Orb256,
-                &query_at(k),
-                &train,
-            )
-            .is_empty()
+            !run_orb(&mut matcher(ratio, false, 0.0), &query_at(k), &train).is_empty()
         };
         assert!(kept(0.8, 3), "3 < 0.8 * 6");
         assert!(!kept(0.8, 4), "4 < 0.8 * 5 is false: strict");
@@ -444,22 +432,12 @@ mod tests {
         let train = random_descriptors(&mut rng, DescriptorKind::Orb256, 30);
         // Both queries are nearest to train[7]; train[7] is nearest to query 1.
         let query = vec![flip_bits(&train[7], 0..6), flip_bits(&train[7], 100..102)];
-        let both = run(
-            &mut matcher(0.8, false, 0.0),
-            DescriptorKind::Orb256,
-            &query,
-            &train,
-        );
+        let both = run_orb(&mut matcher(0.8, false, 0.0), &query, &train);
         assert_eq!(
             both.iter().map(|m| (m.query, m.train)).collect::<Vec<_>>(),
             vec![(0, 7), (1, 7)]
         );
-        let mutual = run(
-            &mut matcher(0.8, true, 0.0),
-            DescriptorKind::Orb256,
-            &query,
-            &train,
-        );
+        let mutual = run_orb(&mut matcher(0.8, true, 0.0), &query, &train);
         assert_eq!(
             mutual,
             vec![Match {
@@ -478,16 +456,14 @@ mod tests {
         let probe = flip_bits(&train[3], [17]);
         // Two equally near train candidates: a ratio below 1 rejects the query,
         // ratio 1 takes the lower index.
-        assert!(run(
+        assert!(run_orb(
             &mut matcher(0.8, false, 0.0),
-            DescriptorKind::Orb256,
             std::slice::from_ref(&probe),
             &train
         )
         .is_empty());
-        let m = run(
+        let m = run_orb(
             &mut matcher(1.0, false, 0.0),
-            DescriptorKind::Orb256,
             std::slice::from_ref(&probe),
             &train,
         );
@@ -496,12 +472,7 @@ mod tests {
         let mut query = random_descriptors(&mut rng, DescriptorKind::Orb256, 6);
         query[2] = probe.clone();
         query[5] = probe;
-        let m = run(
-            &mut matcher(1.0, true, 0.0),
-            DescriptorKind::Orb256,
-            &query,
-            &train,
-        );
+        let m = run_orb(&mut matcher(1.0, true, 0.0), &query, &train);
         // (Random queries pair up with random trains too: ratio 1 keeps every mutual pair.)
         let involving_ties: Vec<(u32, u32)> = m
             .iter()
@@ -522,14 +493,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            pool.install(|| {
-                run(
-                    &mut matcher(0.8, true, 0.0),
-                    DescriptorKind::Orb256,
-                    &s.query,
-                    &s.train,
-                )
-            })
+            pool.install(|| run_orb(&mut matcher(0.8, true, 0.0), &s.query, &s.train))
         };
         let one = in_pool(1);
         assert_eq!(one, in_pool(4));
@@ -564,10 +528,10 @@ mod tests {
         let mut rng = rng(6);
         let some = random_descriptors(&mut rng, DescriptorKind::Orb256, 4);
         let mut m = matcher(0.8, true, 0.0);
-        assert!(run(&mut m, DescriptorKind::Orb256, &[], &some).is_empty());
-        assert!(run(&mut m, DescriptorKind::Orb256, &some, &[]).is_empty());
-        assert!(run(&mut m, DescriptorKind::Orb256, &[], &[]).is_empty());
-        let one = run(&mut m, DescriptorKind::Orb256, &some[..1], &some[2..3]);
+        assert!(run_orb(&mut m, &[], &some).is_empty());
+        assert!(run_orb(&mut m, &some, &[]).is_empty());
+        assert!(run_orb(&mut m, &[], &[]).is_empty());
+        let one = run_orb(&mut m, &some[..1], &some[2..3]);
         assert_eq!(one.len(), 1);
         assert_eq!((one[0].query, one[0].train), (0, 0));
     }

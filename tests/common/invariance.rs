@@ -26,8 +26,13 @@ pub fn circles_intersection_area(p0: (f32, f32), r0: f32, p1: (f32, f32), r1: f3
     if c + min_r <= max_r {
         return PI * min_r * min_r;
     }
-    let half_a0 = ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c)).acos();
-    let half_a1 = ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c)).acos();
+    // Clamped: rounding near tangency can push the cosines past 1, and acos to NaN.
+    let half_a0 = ((r0 * r0 + c * c - r1 * r1) / (2.0 * r0 * c))
+        .clamp(-1.0, 1.0)
+        .acos();
+    let half_a1 = ((r1 * r1 + c * c - r0 * r0) / (2.0 * r1 * c))
+        .clamp(-1.0, 1.0)
+        .acos();
     let (a0, a1) = (2.0 * half_a0, 2.0 * half_a1);
     0.5 * r0 * r0 * (a0 - a0.sin()) + 0.5 * r1 * r1 * (a1 - a1.sin())
 }

@@ -6,6 +6,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// `orb_features.py` writes keypoints in the form `orbsift extract` does.
+use orbsift::report::KeypointRecord;
 use orbsift::{DescriptorKind, Descriptors, GrayImage, Keypoints};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -55,17 +57,6 @@ pub fn write_pgm(dir: &Path, name: &str, image: &GrayImage) -> PathBuf {
         .save(&path)
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     path
-}
-
-/// One keypoint as `orb_features.py` (and `orbsift extract`) write it.
-#[derive(Debug, Deserialize)]
-pub struct KeypointRecord {
-    pub x: f32,
-    pub y: f32,
-    pub size: f32,
-    pub angle: f32,
-    pub response: f32,
-    pub octave: i32,
 }
 
 /// OpenCV's ORB output for one image (`orb_features.py`).

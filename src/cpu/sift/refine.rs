@@ -201,19 +201,21 @@ mod tests {
         sigma: 1.6,
     };
 
+    /// The middle sample of `sampled`'s grid, on DoG layer 1.
+    const CENTRE: Candidate = Candidate {
+        octave: 0,
+        layer: 1,
+        row: 10,
+        col: 10,
+    };
+
     #[test]
     fn a_quadratic_peak_is_located_exactly() {
         // Peak at (10.3, 9.8, layer 1.2) of height 200 grey levels.
         let dog = sampled(|x, y, s| {
             200.0 - 3.0 * (x - 10.3).powi(2) - 2.0 * (y - 9.8).powi(2) - 40.0 * (s - 1.2).powi(2)
         });
-        let c = Candidate {
-            octave: 0,
-            layer: 1,
-            row: 10,
-            col: 10,
-        };
-        let e = refine(&dog, c, &PARAMS).expect("a clean peak is kept");
+        let e = refine(&dog, CENTRE, &PARAMS).expect("a clean peak is kept");
         assert!(
             (e.x - 10.3).abs() < 1e-3 && (e.y - 9.8).abs() < 1e-3,
             "{e:?}"
@@ -228,15 +230,9 @@ mod tests {
         let ridge = sampled(|x, y, s| {
             200.0 - 30.0 * (x - 10.0).powi(2) - 1.0 * (y - 10.0).powi(2) - 40.0 * (s - 1.0).powi(2)
         });
-        let c = Candidate {
-            octave: 0,
-            layer: 1,
-            row: 10,
-            col: 10,
-        };
-        assert!(refine(&ridge, c, &PARAMS).is_none());
+        assert!(refine(&ridge, CENTRE, &PARAMS).is_none());
         let weak =
             sampled(|x, y, s| 5.0 - (x - 10.0).powi(2) - (y - 10.0).powi(2) - (s - 1.0).powi(2));
-        assert!(refine(&weak, c, &PARAMS).is_none());
+        assert!(refine(&weak, CENTRE, &PARAMS).is_none());
     }
 }

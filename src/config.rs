@@ -128,6 +128,10 @@ pub struct SiftConfig {
     pub sigma: f64,
     /// Start at octave -1 (the input upsampled twice), as OpenCV does.
     pub upscale: bool,
+    /// Upsample with input pixel `x` at `2x` (OpenCV's `enable_precise_upscale`, Lowe's
+    /// and VLFeat's doubling) instead of OpenCV's default half-pixel `resize`, whose
+    /// keypoints sit 0.25 px off the image content.
+    pub precise_upscale: bool,
     /// Keep only the strongest keypoints; 0 keeps all.
     pub max_features: u32,
     /// Hellinger-normalised descriptors (Arandjelovic & Zisserman 2012).
@@ -142,6 +146,7 @@ impl Default for SiftConfig {
             edge_threshold: 10.0,
             sigma: 1.6,
             upscale: true,
+            precise_upscale: false,
             max_features: 0,
             root_sift: false,
         }

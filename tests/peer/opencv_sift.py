@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """OpenCV's SIFT as a peer for tests/sift_vs_opencv.rs.
 
-  detect IMAGE [--contrast C]                  -> JSON on stdout: keypoints (x, y, size, angle,
+  detect IMAGE [--contrast C] [--precise-upscale]
+                                                -> JSON on stdout: keypoints (x, y, size, angle,
                                                   response) and descriptors (rows of 128 ints)
   correct FEATURES_A FEATURES_B HOMOGRAPHY_XML  -> JSON: the number of correct matches of A -> B
 
@@ -22,7 +23,7 @@ def detect(args):
     image = cv2.imread(args.image, cv2.IMREAD_GRAYSCALE)
     if image is None:
         sys.exit(f"cannot read {args.image}")
-    sift = cv2.SIFT_create(contrastThreshold=args.contrast)
+    sift = cv2.SIFT_create(contrastThreshold=args.contrast, enable_precise_upscale=args.precise_upscale)
     keypoints, descriptors = sift.detectAndCompute(image, None)
     out = {
         "opencv": cv2.__version__,
@@ -81,6 +82,7 @@ def main():
     d = sub.add_parser("detect")
     d.add_argument("image")
     d.add_argument("--contrast", type=float, default=0.04)
+    d.add_argument("--precise-upscale", action="store_true")
     d.set_defaults(run=detect)
     c = sub.add_parser("correct")
     c.add_argument("a")

@@ -30,7 +30,7 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
-use pyramid::ScaleSpace;
+use pyramid::{ScaleSpace, Upscale};
 use refine::RefineParams;
 
 /// A keypoint in the coordinates of the octave and Gaussian layer it was found in.
@@ -63,7 +63,7 @@ impl SiftExtractor {
             image,
             self.config.sigma,
             self.config.n_octave_layers as usize,
-            self.config.upscale,
+            Upscale::from_flags(self.config.upscale, self.config.precise_upscale),
         )
     }
 

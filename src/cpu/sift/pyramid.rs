@@ -1,7 +1,7 @@
 //! Gaussian and difference-of-Gaussian scale space, as OpenCV's SIFT builds it.
 //!
 //! Grey values stay in 0..255 as f32. The base image is the input (or its 2x bilinear
-//! upsampling when `upscale`) blurred from an assumed camera blur of 0.5 up to `sigma`.
+//! upsampling, see [`Upscale`]) blurred from an assumed camera blur of 0.5 up to `sigma`.
 //! Each octave holds `n_layers + 3` Gaussian images reached by incremental blurs; the
 //! first image of an octave is every second pixel of the image `n_layers` of the octave
 //! before (blur 2·sigma there, so sigma again after halving).
@@ -49,6 +49,34 @@ impl Plane {
     }
 }
 
+/// How octave -1 is made from the input, if at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upscale {
+    /// No octave -1: the base is the input.
+    Off,
+    /// OpenCV's default `resize(INTER_LINEAR)`: upsampled pixel `d` samples input
+    /// coordinate `(d + 0.5) / 2 - 0.5`, so input pixel `x` lands at `2x + 0.5` while
+    /// keypoints are reported at half their upsampled coordinate: a +0.25 px bias.
+    Bilinear,
+    /// OpenCV's `enable_precise_upscale` (and Lowe's and VLFeat's doubling): upsampled
+    /// pixel `d` samples input coordinate `d / 2`, so no bias.
+    Precise,
+}
+
+impl Upscale {
+    pub fn from_flags(upscale: bool, precise: bool) -> Self {
+        match (upscale, precise) {
+            (false, _) => Self::Off,
+            (true, false) => Self::Bilinear,
+            (true, true) => Self::Precise,
+        }
+    }
+
+    fn is_on(self) -> bool {
+        self != Self::Off
+    }
+}
+
 /// Both pyramids: `gaussian[o]` has `n_layers + 3` images, `dog[o]` has `n_layers + 2`.
 pub struct ScaleSpace {
     pub gaussian: Vec<Vec<Plane>>,
@@ -81,13 +109,18 @@ pub fn layer_sigmas(sigma: f64, n_layers: usize) -> Vec<f64> {
 }
 
 /// The base image of octave 0.
-pub fn base_image(image: &GrayImage, sigma: f64, upscale: bool) -> Plane {
+pub fn base_image(image: &GrayImage, sigma: f64, upscale: Upscale) -> Plane {
     let plane = Plane::from_gray(image);
-    if upscale {
+    if upscale.is_on() {
         let blur = (sigma * sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA)
             .max(0.01)
             .sqrt();
-        gaussian_blur(&upsample_2x(&plane), blur)
+        let doubled = if upscale == Upscale::Precise {
+            upsample_2x_precise(&plane)
+        } else {
+            upsample_2x(&plane)
+        };
+        gaussian_blur(&doubled, blur)
     } else {
         let blur = (sigma * sigma - INITIAL_SIGMA * INITIAL_SIGMA)
             .max(0.01)
@@ -97,8 +130,8 @@ pub fn base_image(image: &GrayImage, sigma: f64, upscale: bool) -> Plane {
 }
 
 impl ScaleSpace {
-    pub fn build(image: &GrayImage, sigma: f64, n_layers: usize, upscale: bool) -> Self {
-        let n_octaves = octave_count(image.width(), image.height(), upscale);
+    pub fn build(image: &GrayImage, sigma: f64, n_layers: usize, upscale: Upscale) -> Self {
+        let n_octaves = octave_count(image.width(), image.height(), upscale.is_on());
         let sigmas = layer_sigmas(sigma, n_layers);
         let mut gaussian: Vec<Vec<Plane>> = Vec::with_capacity(n_octaves);
         for o in 0..n_octaves {
@@ -133,7 +166,7 @@ impl ScaleSpace {
         Self {
             gaussian,
             dog,
-            first_octave: if upscale { -1 } else { 0 },
+            first_octave: if upscale.is_on() { -1 } else { 0 },
         }
     }
 }
@@ -188,6 +221,26 @@ pub fn upsample_2x(src: &Plane) -> Plane {
             let top = r0[x0] * (1.0 - fx) + r0[x1] * fx;
             let bottom = r1[x0] * (1.0 - fx) + r1[x1] * fx;
             *v = top * (1.0 - fy) + bottom * fy;
+        }
+    });
+    out
+}
+
+/// 2x upsampling that puts input pixel `x` at `2x` and averages neighbours in between, as
+/// OpenCV's `enable_precise_upscale` (`warpAffine` by 0.5, `INTER_LINEAR`, BORDER_REFLECT:
+/// the last odd row and column repeat the input's last). Exact for 0..255 integers, as
+/// OpenCV's weights 0.5 and 0.25 are.
+pub fn upsample_2x_precise(src: &Plane) -> Plane {
+    let (w, h) = (src.width * 2, src.height * 2);
+    // Destination d averages input taps d / 2 and (d + 1) / 2, the latter reflected back.
+    let taps = |d: usize, n: usize| (d / 2, ((d + 1) / 2).min(n - 1));
+    let x_taps: Vec<_> = (0..w).map(|x| taps(x, src.width)).collect();
+    let mut out = Plane::new(w, h);
+    out.data.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        let (y0, y1) = taps(y, src.height);
+        let (r0, r1) = (src.row(y0), src.row(y1));
+        for (v, &(x0, x1)) in row.iter_mut().zip(&x_taps) {
+            *v = (r0[x0] + r0[x1] + r1[x0] + r1[x1]) * 0.25;
         }
     });
     out
@@ -296,6 +349,28 @@ mod tests {
     }
 
     #[test]
+    fn precise_upsampling_puts_input_pixels_at_even_coordinates() {
+        let src = Plane {
+            width: 3,
+            height: 2,
+            data: vec![0.0, 10.0, 40.0, 100.0, 110.0, 140.0],
+        };
+        let up = upsample_2x_precise(&src);
+        assert_eq!((up.width, up.height), (6, 4));
+        for y in 0..2 {
+            for x in 0..3 {
+                assert_eq!(up.at(2 * x, 2 * y), src.at(x, y));
+            }
+        }
+        // Between pixels: the mean of the two (or four) neighbours.
+        assert_eq!(up.at(1, 0), 5.0);
+        assert_eq!(up.at(0, 1), 50.0);
+        assert_eq!(up.at(3, 1), (10.0 + 40.0 + 110.0 + 140.0) / 4.0);
+        // Past the last pixel the border reflects it: the last column and row repeat.
+        assert_eq!(up.at(5, 0), 40.0);
+        assert_eq!(up.at(4, 3), 140.0);
+    }
+    #[test]
     fn layer_sigmas_compose_to_the_octave_scale() {
         // Blurs compose in quadrature: sigma^2 + sum(sig_i^2) over layers 1..=n gives (2 sigma)^2.
         let s = layer_sigmas(1.6, 3);
@@ -332,7 +407,7 @@ mod tests {
             })
             .collect();
         let image = GrayImage::new(size, size, data).unwrap();
-        let space = ScaleSpace::build(&image, 1.6, 3, false);
+        let space = ScaleSpace::build(&image, 1.6, 3, Upscale::Off);
         // Scale of DoG layer i of octave o in input pixels: 1.6 * 2^(o + i/3).
         let mut best = (0.0f32, 0.0f64);
         for (o, layers) in space.dog.iter().enumerate() {

@@ -1,14 +1,25 @@
 //! The CPU SIFT against David Lowe's own SIFT output for box.pgm (tests/data/box.sift),
 //! with VLFeat's published test (`toolbox/xtest/vl_test_sift.m`):
 //! - descriptors computed at Lowe's frames: mean ||d_lowe - d|| / mean ||d_lowe|| < 0.1;
-//! - detector: for each of our frames the distance to the nearest Lowe frame over
-//!   (x, y, sigma, angle * 20 / pi), angles taken mod 2 pi; its 80th percentile < 1.
+//! - detector (peak threshold 0.01, edge threshold 10): for each of our frames the
+//!   distance to the nearest Lowe frame over (x, y, sigma, angle * 20 / pi), angles taken
+//!   mod 2 pi; its 80th percentile < 1.
 //!
-//! Conventions, as VLFeat's `vl_ubcread` maps them: Lowe writes `row col scale
-//! orientation`, 0-based with pixel centres at integers, orientation counter-clockwise on
-//! screen; ours is clockwise (OpenCV), so angle = -orientation. Lowe's orientation bins
-//! also run counter-clockwise relative to the keypoint, as OpenCV's do, and his spatial
-//! bins are row-major like OpenCV's, so descriptors compare index by index.
+//! Conventions, from VLFeat's readers and MEX: `vl_ubcread` turns Lowe's `row col scale
+//! orientation` into `x = col`, `y = row` (plus MATLAB's 1), `sigma = scale`, `theta =
+//! -orientation`; `vl_sift` reports `theta` from x towards y (down), which is OpenCV's
+//! `KeyPoint::angle` (clockwise on screen), so our angle is `-orientation` and our size is
+//! `2 sigma`. `vl_ubcread` reverses Lowe's orientation bins (bin k <- bin -k mod 8) to
+//! VLFeat's order and VLFeat's `transpose_descriptor` reverses them again relative to
+//! OpenCV's, with the same row-major spatial bins: Lowe's descriptors compare with ours
+//! index by index. VLFeat 0.9.21 itself (Debian `libvlfeat1`, run through this exact
+//! protocol) measures 0.079 and 0.19.
+//!
+//! Lowe doubles the image with input pixel x at 2x, as OpenCV's `enable_precise_upscale`
+//! (`sift.precise_upscale`) does. OpenCV's default half-pixel `resize` instead leaves every
+//! keypoint 0.25 px off the image content and changes the finest octave's pixels (OpenCV
+//! logs that this default "was found to induce a location bias"); with it both bounds are
+//! missed, by OpenCV 5.0 as by us (the ignored tests below).
 
 use std::path::Path;
 
@@ -66,14 +77,12 @@ fn norm(v: impl Iterator<Item = f32>) -> f32 {
     v.map(|x| x * x).sum::<f32>().sqrt()
 }
 
-#[test]
-#[ignore = "issue 4 acceptance check not met yet: measured 0.113 (OpenCV 5.0: 0.113), bound 0.1; run with --ignored"]
-fn descriptors_at_lowes_frames_match_lowes_descriptors() {
+/// VLFeat's descriptor error at Lowe's frames, the pyramid upsampled as `precise_upscale` says.
+fn descriptor_error(precise_upscale: bool) -> f32 {
     let image = GrayImage::open(&data("box.pgm")).unwrap();
     let lowe = read_lowe(&data("box.sift"));
     let mut frames = Keypoints::with_capacity(lowe.len());
     for k in &lowe {
-        // size is the diameter convention: 2 sigma.
         frames.push(
             k.col,
             k.row,
@@ -83,8 +92,14 @@ fn descriptors_at_lowes_frames_match_lowes_descriptors() {
             0,
         );
     }
-    let sift = SiftExtractor::new(SiftConfig::default()).unwrap();
-    let ours = sift.describe_frames(&image, &frames).unwrap();
+    let config = SiftConfig {
+        precise_upscale,
+        ..SiftConfig::default()
+    };
+    let ours = SiftExtractor::new(config)
+        .unwrap()
+        .describe_frames(&image, &frames)
+        .unwrap();
     assert_eq!(ours.len(), lowe.len());
 
     let mean_diff = lowe
@@ -100,15 +115,27 @@ fn descriptors_at_lowes_frames_match_lowes_descriptors() {
         / lowe.len() as f32;
     let error = mean_diff / mean_norm;
     println!(
-        "box.pgm, {} Lowe frames: mean ||d_lowe - d|| / mean ||d_lowe|| = {error:.4} (VLFeat bound 0.1)",
+        "box.pgm, {} Lowe frames, precise upscale {precise_upscale}: mean ||d_lowe - d|| / mean ||d_lowe|| = {error:.4} (VLFeat bound 0.1)",
         lowe.len()
     );
+    error
+}
+
+#[test]
+fn descriptors_at_lowes_frames_match_lowes_descriptors() {
+    let error = descriptor_error(true);
     assert!(error < 0.1, "descriptor error {error} >= 0.1");
 }
 
 #[test]
-#[ignore = "issue 4 acceptance check not met yet: 80th percentile 6.43 (OpenCV 5.0: 6.43), bound 1; run with --ignored"]
-fn detected_frames_are_near_lowes_frames() {
+#[ignore = "OpenCV's default half-pixel upsampling (not Lowe's): measured 0.1133 (OpenCV 5.0: 0.1133), bound 0.1; run with --ignored"]
+fn descriptors_at_lowes_frames_match_lowes_descriptors_with_opencvs_default_upsampling() {
+    let error = descriptor_error(false);
+    assert!(error < 0.1, "descriptor error {error} >= 0.1");
+}
+
+/// VLFeat's detector check: the 80th percentile of our frames' distances to Lowe's.
+fn detector_quantile_80(precise_upscale: bool) -> f32 {
     let image = GrayImage::open(&data("box.pgm")).unwrap();
     let lowe = read_lowe(&data("box.sift"));
     // VLFeat's test detects with peak threshold 0.01 on |DoG| (0..1 grey scale); OpenCV's
@@ -116,6 +143,7 @@ fn detected_frames_are_near_lowes_frames() {
     let config = SiftConfig {
         contrast_threshold: 0.03,
         edge_threshold: 10.0,
+        precise_upscale,
         ..SiftConfig::default()
     };
     let features = SiftExtractor::new(config)
@@ -150,10 +178,26 @@ fn detected_frames_are_near_lowes_frames() {
     // VLFeat: error(round(0.8 * N)) with 1-based indexing.
     let quantile_80 = nearest[((0.8 * nearest.len() as f32).round() as usize).max(1) - 1];
     println!(
-        "box.pgm: {} of our frames, {} of Lowe's; 80th-percentile nearest-frame distance = {quantile_80:.4} (VLFeat bound 1)",
+        "box.pgm, precise upscale {precise_upscale}: {} of our frames, {} of Lowe's; 80th-percentile nearest-frame distance = {quantile_80:.4} (VLFeat bound 1)",
         kp.len(),
         lowe.len()
     );
+    quantile_80
+}
+
+#[test]
+fn detected_frames_are_near_lowes_frames() {
+    let quantile_80 = detector_quantile_80(true);
+    assert!(
+        quantile_80 < 1.0,
+        "80th percentile distance {quantile_80} >= 1"
+    );
+}
+
+#[test]
+#[ignore = "OpenCV's default half-pixel upsampling (not Lowe's): 80th percentile 6.43 (OpenCV 5.0: 6.43; a quarter of the frames have no Lowe frame within 2 px), bound 1; run with --ignored"]
+fn detected_frames_are_near_lowes_frames_with_opencvs_default_upsampling() {
+    let quantile_80 = detector_quantile_80(false);
     assert!(
         quantile_80 < 1.0,
         "80th percentile distance {quantile_80} >= 1"

@@ -1,13 +1,20 @@
-//! OpenCV's own SIFT invariance tests (features2d `test_rotation_and_scale_invariance.cpp`
-//! with `test_detectors_invariance.impl.hpp` / `test_descriptors_invariance.impl.hpp`),
-//! with their SIFT thresholds, on graf1.png:
-//! - detector rotation (0..345 degrees in steps of 15, image rotated about its centre into
-//!   a diagonal-sized square, 16 px border masked): keypoints whose circles (radius
-//!   size/2) overlap a transformed keypoint with IoU >= 0.5 over all keypoints >= 0.45,
-//!   and among them angles within 15 degrees >= 0.70;
-//! - descriptor rotation: descriptors at the rotated keypoints, nearest-neighbour L2
-//!   match, IoU >= 0.5 with the right keypoint >= 0.98;
-//! - descriptor scale (1.5, 2, 2.5, bilinear downscale): same with keypoints scaled, >= 0.78.
+//! OpenCV's own SIFT invariance tests (features2d `test_detectors_invariance.cpp` and
+//! `test_descriptors_invariance.cpp` with their `.impl.hpp`), with their SIFT thresholds:
+//! - detector rotation (`SIFT::create()`; 0..345 degrees in steps of 15, image rotated
+//!   about its centre into a diagonal-sized square, 16 px border masked): keypoints whose
+//!   circles (radius size/2) overlap a transformed keypoint with IoU >= 0.5 over all
+//!   keypoints >= 0.45, and among them angles within 15 degrees >= 0.70;
+//! - descriptor rotation (`SIFT::create()`): descriptors at the rotated keypoints,
+//!   nearest-neighbour L2 match, IoU >= 0.5 with the right keypoint >= 0.98;
+//! - descriptor scale (`SIFT::create(0, 3, 0.09)`; 1.5, 2, 2.5, bilinear downscale): same
+//!   with keypoints scaled, >= 0.78.
+//!
+//! OpenCV runs them on opencv_extra's `features2d/tsukuba.png` (rotations) and
+//! `bikes/img1.png` (scale), which no source of ours provides; graf1.png stands in. The
+//! ratios depend on the image: OpenCV 5.0's own SIFT, run through the exact protocol
+//! (its `warpPerspective` of the colour image, detection layers, f32 descriptors), gives
+//! 0.932-0.974 for descriptor rotation on graf1 (0.993-0.995 on box.png, 0.932-0.961 on
+//! rubberwhale1.png), and we measure the same on graf1.
 
 mod common;
 
@@ -202,7 +209,7 @@ fn detector_rotation_invariance() {
 }
 
 #[test]
-#[ignore = "issue 4 acceptance check not met yet: 0.93-0.97 on graf1 (OpenCV 5.0: 0.95-0.97), bound 0.98; run with --ignored"]
+#[ignore = "graf1 stands in for OpenCV's tsukuba.png: 0.9318-0.9737, as OpenCV 5.0's own SIFT under the exact protocol (0.9321-0.9736), bound 0.98; run with --ignored"]
 fn descriptor_rotation_invariance() {
     let image = graf1();
     let sift = sift();
@@ -249,7 +256,11 @@ fn downscale(image: &GrayImage, scale: f32) -> GrayImage {
 #[test]
 fn descriptor_scale_invariance() {
     let image = graf1();
-    let sift = sift();
+    let sift = SiftExtractor::new(SiftConfig {
+        contrast_threshold: 0.09,
+        ..SiftConfig::default()
+    })
+    .unwrap();
     let f0 = sift.detect_and_describe(&image);
     let k0 = &f0.keypoints;
     let mut failures = Vec::new();

@@ -233,7 +233,7 @@ pub fn upsample_2x(src: &Plane) -> Plane {
 pub fn upsample_2x_precise(src: &Plane) -> Plane {
     let (w, h) = (src.width * 2, src.height * 2);
     // Destination d averages input taps d / 2 and (d + 1) / 2, the latter reflected back.
-    let taps = |d: usize, n: usize| (d / 2, ((d + 1) / 2).min(n - 1));
+    let taps = |d: usize, n: usize| (d / 2, d.div_ceil(2).min(n - 1));
     let x_taps: Vec<_> = (0..w).map(|x| taps(x, src.width)).collect();
     let mut out = Plane::new(w, h);
     out.data.par_chunks_mut(w).enumerate().for_each(|(y, row)| {

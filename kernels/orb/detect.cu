@@ -168,13 +168,20 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
     return keep;
 }
 
+// NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
+// (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
+#define CELL_LIST 1024
+
 // The candidates of each grid cell, one cell per block at a time (a persistent grid of
 // 32 x 4 threads): the cell uses `fast_threshold` if any of its pixels survives NMS
-// at it, else `min_fast_threshold`. Its survivors take contiguous slots of the level's
-// list (one atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's
-// members without a scan. Each survivor is counted in its level's histogram of FAST
-// scores (the pre-filter's input, orb_prefilter_cut). The FAST ranking key is written
-// here; the Harris key is left to orb_candidate_keys, after the pre-filter.
+// at it, else `min_fast_threshold`. One NMS pass per pixel: a pixel survives at T iff
+// it is a local maximum with s >= T (docs/orb-reference.md section 3), so the block
+// lists the survivors at `min_fast_threshold` in shared memory and keeps those with
+// s >= the cell's threshold. They take contiguous slots of the level's list (one
+// atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's members
+// without a scan. Each one is counted in its level's histogram of FAST scores (the
+// pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
+// Harris key is left to orb_candidate_keys, after the pre-filter.
 extern "C" __global__ void orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
@@ -192,16 +199,18 @@ extern "C" __global__ void orb_cell_candidates(
     unsigned char* __restrict__ cand_score,    // FAST score s
     unsigned int* level_hist) {                // per level 256 bins of s, start at 0
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int listed_yx[CELL_LIST];
+    __shared__ unsigned char listed_score[CELL_LIST];
     __shared__ unsigned int strong_count, weak_count, first_slot, appended;
     const int thread = threadIdx.y * blockDim.x + threadIdx.x;
+    const int threads = blockDim.x * blockDim.y;
     load_levels(levels, level_table, n_levels);
+    if (thread == 0) {
+        strong_count = 0u;
+        weak_count = 0u;
+    }
+    __syncthreads();
     for (int id = blockIdx.x; id < total_cells; id += gridDim.x) {
-        if (thread == 0) {
-            strong_count = 0u;
-            weak_count = 0u;
-            appended = 0u;
-        }
-        __syncthreads();
         const int l = cell_level(levels, n_levels, id);
         const OrbLevel& lv = levels[l];
         const int cell = id - lv.cell_offset;
@@ -209,42 +218,63 @@ extern "C" __global__ void orb_cell_candidates(
         const int x0 = lv.edge + col * lv.cell_w, x1 = min(x0 + lv.cell_w, lv.width - lv.edge);
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = scores + lv.offset;
-        unsigned int strong = 0, weak = 0;
+        unsigned int strong = 0;
         for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
             for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
                 const unsigned char* s = level_scores + y * lv.width + x;
-                strong += survives_nms(s, lv.width, fast_threshold);
-                weak += survives_nms(s, lv.width, min_fast_threshold);
+                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
+                strong += s[0] >= fast_threshold;
+                const unsigned int k = warp_append(&weak_count, 0);
+                if (k < CELL_LIST) {
+                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
+                    listed_score[k] = s[0];
+                }
             }
         if (strong) atomicAdd(&strong_count, strong);
-        if (weak) atomicAdd(&weak_count, weak);
         __syncthreads();
         const int threshold = strong_count ? fast_threshold : min_fast_threshold;
         const unsigned int found = strong_count ? strong_count : weak_count;
+        const unsigned int listed = weak_count;
         if (thread == 0) {
             const unsigned int first = found ? atomicAdd(level_counts + l, found) : 0u;
             const unsigned int capacity = (unsigned int)lv.cand_capacity;
             first_slot = first;
+            appended = 0u;
             cell_starts[id] = (unsigned int)lv.cand_offset + first;
             // Never past the level's slots (cannot happen: capacity bounds strict NMS).
             cell_counts[id] = first < capacity ? min(found, capacity - first) : 0u;
         }
         __syncthreads();
-        if (found)
+        if (thread == 0) {  // every thread has read them; the next cell counts from 0
+            strong_count = 0u;
+            weak_count = 0u;
+        }
+        // Every survivor of the cell at its threshold, in any order (the ranking orders them).
+        auto append = [&](int y, int x, int s) {
+            const unsigned int slot = first_slot + warp_append(&appended, 0);
+            if (slot >= (unsigned int)lv.cand_capacity) return;
+            const int c = lv.cand_offset + (int)slot;
+            cand_yx[c] = ((unsigned int)y << 16) | (unsigned int)x;
+            cand_cell[c] = cell;
+            cand_score[c] = (unsigned char)s;
+            atomicAdd(level_hist + l * 256 + s, 1u);
+            if (!harris) cand_key[c] = (long long)s;
+        };
+        if (listed <= CELL_LIST) {
+            for (int k = thread; k < (int)listed; k += threads) {
+                const int s = listed_score[k];
+                if (s < threshold) continue;
+                const unsigned int yx = listed_yx[k];
+                append((int)(yx >> 16), (int)(yx & 0xffffu), s);
+            }
+        } else if (found) {
             for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
                 for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
                     const unsigned char* s = level_scores + y * lv.width + x;
-                    if (!survives_nms(s, lv.width, threshold)) continue;
-                    const unsigned int slot = first_slot + warp_append(&appended, 0);
-                    if (slot >= (unsigned int)lv.cand_capacity) continue;
-                    const int c = lv.cand_offset + (int)slot;
-                    cand_yx[c] = ((unsigned int)y << 16) | (unsigned int)x;
-                    cand_cell[c] = cell;
-                    cand_score[c] = s[0];
-                    atomicAdd(level_hist + l * 256 + s[0], 1u);
-                    if (!harris) cand_key[c] = (long long)s[0];
+                    if (survives_nms(s, lv.width, threshold)) append(y, x, s[0]);
                 }
-        __syncthreads();  // the next cell resets the shared counters
+        }
+        __syncthreads();  // the next cell reuses the list and `appended`
     }
 }
 

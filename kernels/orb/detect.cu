@@ -79,20 +79,6 @@ __device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const
     return arc_lookup(arc, bright) || arc_lookup(arc, dark);
 }
 
-// A cheap necessary condition for is_corner: an arc of 9 of the 16 ring pixels holds
-// ring pixel i or i + 8 for every i, so a corner has pixel 0 or 8 and pixel 4 or 12
-// on the bright side (or both pairs on the dark side). Comparisons as in is_corner
-// (c + t > 255 and c - t < 0 leave nothing beyond them).
-template <int pitch>
-__device__ __forceinline__ bool may_be_corner(const unsigned char* p, int threshold) {
-    const int above = p[0] + threshold, below = p[0] - threshold;
-    const int r0 = p[ring_offset<pitch>(0)], r4 = p[ring_offset<pitch>(4)];
-    const int r8 = p[ring_offset<pitch>(8)], r12 = p[ring_offset<pitch>(12)];
-    const bool bright = (r0 > above || r8 > above) && (r4 > above || r12 > above);
-    const bool dark = (r0 < below || r8 < below) && (r4 < below || r12 < below);
-    return bright || dark;
-}
-
 // Tiles of the score pass: 64 x 16 pixels, staged in shared memory with the ring's
 // 3-pixel halo, so each pixel's 16 ring loads hit shared memory.
 #define SCORE_TILE_W 64
@@ -104,10 +90,9 @@ __device__ __forceinline__ bool may_be_corner(const unsigned char* p, int thresh
 
 // s(p) for every pixel of every level; 0 outside the ring-safe area and for pixels
 // that are no corner at `threshold` (the lowest threshold any cell uses). Blocks take
-// (level, tile) work items in turn (a persistent grid). Each step runs on a list with
-// every lane busy (in place, most lanes of a warp would idle): a tile tests every pixel
-// with may_be_corner (7 to 27 % pass on the test images at threshold 7), decides the
-// ones that pass with the arc table and lists the corners, then scores that list.
+// (level, tile) work items in turn (a persistent grid). The score costs more than the
+// decision, so a tile first decides every pixel and lists its corners, then scores the
+// list with every lane busy (scoring in place would keep a warp's other lanes idle).
 extern "C" __global__ void orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
@@ -118,16 +103,11 @@ extern "C" __global__ void orb_fast_score(
     __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
-    // Tile pixels (r * SCORE_TILE_W + c) that pass may_be_corner, then the corners.
-    __shared__ unsigned short maybe[SCORE_TILE_W * SCORE_TILE_H];
-    __shared__ unsigned short corners[SCORE_TILE_W * SCORE_TILE_H];
-    __shared__ unsigned int n_maybe, n_corners;
+    __shared__ unsigned short corners[SCORE_TILE_W * SCORE_TILE_H];  // r * SCORE_TILE_W + c
+    __shared__ unsigned int n_corners;
     for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
     load_levels(levels, level_table, n_levels);
-    if (threadIdx.x == 0) {
-        n_maybe = 0u;
-        n_corners = 0u;
-    }
+    if (threadIdx.x == 0) n_corners = 0u;
     __syncthreads();
 
     LevelTile tile;
@@ -146,24 +126,17 @@ extern "C" __global__ void orb_fast_score(
         for (int k = threadIdx.x; k < SCORE_TILE_W * SCORE_TILE_H; k += blockDim.x) {
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
             const int y = tile.y0 + r, x = tile.x0 + c;
-            if (x >= RING_RADIUS && x < lv.width - RING_RADIUS && y >= RING_RADIUS && y < lv.height - RING_RADIUS &&
-                may_be_corner<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS], threshold))
-                maybe[warp_append(&n_maybe, 0)] = (unsigned short)k;
+            bool corner = false;
+            if (x >= RING_RADIUS && x < lv.width - RING_RADIUS && y >= RING_RADIUS && y < lv.height - RING_RADIUS) {
+                const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
+                unsigned int ring[4];
+                load_ring<SCORE_PITCH>(p, ring);
+                corner = is_corner(ring, p[0], arc, threshold);
+            }
+            if (corner)
+                corners[warp_append(&n_corners, 0)] = (unsigned short)k;
             else if (x < lv.width && y < lv.height)
                 level_scores[y * lv.width + x] = 0;
-        }
-        __syncthreads();
-        const int tested = (int)n_maybe;
-        for (int j = threadIdx.x; j < tested; j += blockDim.x) {
-            const int k = maybe[j];
-            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
-            unsigned int ring[4];
-            load_ring<SCORE_PITCH>(p, ring);
-            if (is_corner(ring, p[0], arc, threshold))
-                corners[warp_append(&n_corners, 0)] = (unsigned short)k;
-            else
-                level_scores[(tile.y0 + r) * lv.width + tile.x0 + c] = 0;
         }
         __syncthreads();
         const int listed = (int)n_corners;
@@ -173,11 +146,8 @@ extern "C" __global__ void orb_fast_score(
             const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
             level_scores[(tile.y0 + r) * lv.width + tile.x0 + c] = (unsigned char)fast_score<SCORE_PITCH>(p);
         }
-        __syncthreads();  // the next tile reuses `pixels` and the lists
-        if (threadIdx.x == 0) {
-            n_maybe = 0u;
-            n_corners = 0u;
-        }
+        __syncthreads();  // the next tile reuses `pixels` and the list
+        if (threadIdx.x == 0) n_corners = 0u;
     }
 }
 

@@ -22,17 +22,59 @@ __device__ __forceinline__ void load_levels(OrbLevel* dst, const OrbLevel* src, 
     for (int i = threadIdx.x; i < n_levels; i += blockDim.x) dst[i] = src[i];
 }
 
-// The level that holds flat pixel index `i` of the packed pyramid.
-__device__ __forceinline__ int level_of(const OrbLevel* levels, int n_levels, int i) {
+// A tile of a level: work item `item` of the tiles of levels first..last, numbered
+// level by level, row-major within a level. One lookup per block and tile, so no
+// per-pixel level search or division.
+struct LevelTile {
+    int level, x0, y0;
+};
+
+// False when `item` lies past the last tile.
+__device__ __forceinline__ bool level_tile(const OrbLevel* levels, int first, int last, int item,
+                                           int tile_w, int tile_h, LevelTile& tile) {
+    for (int l = first; l <= last; ++l) {
+        const int tiles_x = (levels[l].width + tile_w - 1) / tile_w;
+        const int tiles = tiles_x * ((levels[l].height + tile_h - 1) / tile_h);
+        if (item < tiles) {
+            const int row = item / tiles_x;
+            tile.level = l;
+            tile.y0 = row * tile_h;
+            tile.x0 = (item - row * tiles_x) * tile_w;
+            return true;
+        }
+        item -= tiles;
+    }
+    return false;
+}
+
+// The level that holds cell `cell` of the per-cell arrays (numbered level by level).
+__device__ __forceinline__ int cell_level(const OrbLevel* levels, int n_levels, int cell) {
     int l = 0;
-    while (l + 1 < n_levels && i >= levels[l + 1].offset) ++l;
+    while (l + 1 < n_levels && cell >= levels[l + 1].cell_offset) ++l;
     return l;
 }
 
-// Flat iteration over every level's candidate slots; `slot_level` finds the level of
-// slot `i` (slots of level l: cand_offset .. cand_offset + cand_capacity).
-__device__ __forceinline__ int slot_level(const OrbLevel* levels, int n_levels, int i) {
-    int l = 0;
-    while (l + 1 < n_levels && i >= levels[l + 1].cand_offset) ++l;
-    return l;
+// Runs `body(l, i)` for the filled candidate slots i of every level l, spread over the
+// grid: a level's slots are filled from its first one, `counts[l]` of them (never more
+// than its capacity), so only those are visited, not every slot. The filled slots of
+// all levels are numbered one after the other and thread t takes numbers t, t + stride...
+// so every level's work lands on different threads. Threads are numbered warp by warp
+// across the blocks (warp w of block b is warp w * gridDim.x + b): consecutive numbers
+// stay in one warp, whose lanes then share cells and groups, and successive warps go
+// to different SMs, so a few thousand slots with long loops still use every SM.
+// blockDim.x must be a multiple of 32.
+template <typename Body>
+__device__ __forceinline__ void for_each_filled_slot(const OrbLevel* levels, int n_levels,
+                                                     const unsigned int* counts, Body body) {
+    const int stride = gridDim.x * blockDim.x;
+    const int thread = ((int)(threadIdx.x / 32) * (int)gridDim.x + (int)blockIdx.x) * 32 + (int)(threadIdx.x % 32);
+    int before = 0;  // filled slots of the levels below l
+    for (int l = 0; l < n_levels; ++l) {
+        const int n = (int)min(counts[l], (unsigned int)levels[l].cand_capacity);
+        // The first k >= 0 with before + k = thread (mod stride).
+        int k = (thread - before) % stride;
+        if (k < 0) k += stride;
+        for (; k < n; k += stride) body(l, levels[l].cand_offset + k);
+        before += n;
+    }
 }

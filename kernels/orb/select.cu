@@ -1,7 +1,7 @@
 // Per-level keypoint selection of the grid distribution on the GPU
 // (docs/orb-reference.md section 5), three steps, no host round trip:
 // 1. FAST pre-filter: keep the first 2 N_l candidates by (s desc, y asc, x asc). From
-//    the level's 256-bin histogram of s (filled by orb_candidates) orb_prefilter_cut
+//    the level's 256-bin histogram of s (filled by orb_cell_candidates) orb_prefilter_cut
 //    finds the cut score s*; every candidate with s > s* is kept, and of those with
 //    s = s* the first 2 N_l - #{s > s*} in raster order (orb_prefilter_ties lists
 //    them, orb_prefilter_keep counts the listed ones before each).
@@ -15,30 +15,6 @@
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
     return key_j > key_i || (key_j == key_i && yx_j < yx_i);
-}
-
-// Exclusive prefix sum of `counts` into `starts` (n items) by one block.
-extern "C" __global__ void orb_exclusive_scan(const unsigned int* __restrict__ counts, unsigned int* __restrict__ starts, int n) {
-    __shared__ unsigned int partial[1024];
-    __shared__ unsigned int carry;
-    if (threadIdx.x == 0) carry = 0;
-    __syncthreads();
-    for (int base = 0; base < n; base += blockDim.x) {
-        int i = base + threadIdx.x;
-        unsigned int v = i < n ? counts[i] : 0u;
-        partial[threadIdx.x] = v;
-        __syncthreads();
-        for (int offset = 1; offset < (int)blockDim.x; offset <<= 1) {
-            unsigned int add = threadIdx.x >= (unsigned int)offset ? partial[threadIdx.x - offset] : 0u;
-            __syncthreads();
-            partial[threadIdx.x] += add;
-            __syncthreads();
-        }
-        if (i < n) starts[i] = carry + partial[threadIdx.x] - v;
-        __syncthreads();
-        if (threadIdx.x == blockDim.x - 1) carry += partial[threadIdx.x];
-        __syncthreads();
-    }
 }
 
 #define ORB_SCORE_BINS 256
@@ -88,17 +64,14 @@ extern "C" __global__ void orb_prefilter_ties(
     const unsigned char* __restrict__ cand_score,
     const int* __restrict__ cut,
     unsigned int* tie_counts,             // per level, start at 0
-    unsigned int* __restrict__ tie_yx,    // same slots as the candidates
-    int total_slots) {
+    unsigned int* __restrict__ tie_yx) {    // same slots as the candidates
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
-        if ((int)cand_score[i] != cut[l]) continue;
+    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
+        if ((int)cand_score[i] != cut[l]) return;
         tie_yx[levels[l].cand_offset + atomicAdd(tie_counts + l, 1u)] = cand_yx[i];
-    }
+    });
 }
 
 // Step 1, the verdict: kept iff s > s*, or s = s* and fewer than `tie_quota` listed
@@ -113,14 +86,11 @@ extern "C" __global__ void orb_prefilter_keep(
     const unsigned int* __restrict__ tie_quota,
     const unsigned int* __restrict__ tie_counts,
     const unsigned int* __restrict__ tie_yx,
-    unsigned char* __restrict__ cand_kept,
-    int total_slots) {
+    unsigned char* __restrict__ cand_kept) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
         const int s = cand_score[i];
         bool kept = s > cut[l];
         if (s == cut[l]) {
@@ -131,26 +101,7 @@ extern "C" __global__ void orb_prefilter_keep(
             kept = before < quota;
         }
         cand_kept[i] = kept;
-    }
-}
-
-// Gathers each level's candidates by cell: members[cell_start + arrival] = slot.
-extern "C" __global__ void orb_gather_cells(
-    const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const int* __restrict__ cand_cell,
-    const unsigned int* __restrict__ cand_in_cell,
-    const unsigned int* __restrict__ cell_starts,
-    int* __restrict__ cell_members,
-    int total_slots) {
-    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
-        cell_members[cell_starts[levels[l].cell_offset + cand_cell[i]] + cand_in_cell[i]] = i;
-    }
+    });
 }
 
 // k = rank of each kept candidate among the kept ones of its cell; counts candidates
@@ -162,36 +113,30 @@ extern "C" __global__ void orb_rank_in_cell(
     const int* __restrict__ cand_cell,
     const long long* __restrict__ cand_key,
     const unsigned char* __restrict__ cand_kept,
-    const unsigned int* __restrict__ cell_starts,
+    const unsigned int* __restrict__ cell_starts,  // first slot of each cell's members
     const unsigned int* __restrict__ cell_counts,
-    const int* __restrict__ cell_members,
     int max_rank,                        // ranks per level in `rank_counts`
     int* __restrict__ cand_rank,
     unsigned int* __restrict__ cand_in_rank,
-    unsigned int* rank_counts,           // n_levels * max_rank, start at 0
-    int total_slots) {
+    unsigned int* rank_counts) {           // n_levels * max_rank, start at 0
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
         if (!cand_kept[i]) {
             cand_rank[i] = max_rank;
-            continue;
+            return;
         }
         int cell = levels[l].cell_offset + cand_cell[i];
         long long key = cand_key[i];
         unsigned int yx = cand_yx[i];
         unsigned int start = cell_starts[cell], count = cell_counts[cell];
         int k = 0;
-        for (unsigned int m = 0; m < count; ++m) {
-            int j = cell_members[start + m];
+        for (unsigned int j = start; j < start + count; ++j)
             k += cand_kept[j] && comes_before(cand_key[j], cand_yx[j], key, yx);
-        }
         cand_rank[i] = k;
         cand_in_rank[i] = k < max_rank ? atomicAdd(rank_counts + l * max_rank + k, 1u) : 0u;
-    }
+    });
 }
 
 // Per level: where each rank's group starts in the level's order, how many keypoints
@@ -266,23 +211,20 @@ extern "C" __global__ void orb_gather_ranks(
     const unsigned int* __restrict__ rank_counts,
     unsigned int* __restrict__ rank_yx,  // same slots as the candidates
     long long* __restrict__ rank_key,
-    uint2* __restrict__ rank_group,      // (start, count) of the member's group
-    int total_slots) {
+    uint2* __restrict__ rank_group) {      // (start, count) of the member's group
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)min(level_counts[l], (unsigned int)levels[l].cand_capacity)) continue;
+    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
         int k = cand_rank[i];
-        if (k >= max_rank) continue;
+        if (k >= max_rank) return;
         unsigned int start = rank_starts[l * max_rank + k];
-        if (start >= (unsigned int)quotas[l]) continue;
+        if (start >= (unsigned int)quotas[l]) return;
         unsigned int member = levels[l].cand_offset + start + cand_in_rank[i];
         rank_yx[member] = cand_yx[i];
         rank_key[member] = cand_key[i];
         rank_group[member] = make_uint2(start, rank_counts[l * max_rank + k]);
-    }
+    });
 }
 
 // Final position of each member of a group that reaches the quota: the group's start
@@ -299,14 +241,11 @@ extern "C" __global__ void orb_place_selected(
     const unsigned int* __restrict__ level_out_start,
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
-    long long* __restrict__ out_key,
-    int total_slots) {
+    long long* __restrict__ out_key) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total_slots; i += gridDim.x * blockDim.x) {
-        int l = slot_level(levels, n_levels, i);
-        if (i - levels[l].cand_offset >= (int)level_grouped[l]) continue;
+    for_each_filled_slot(levels, n_levels, level_grouped, [&](int l, int i) {
         long long key = rank_key[i];
         unsigned int yx = rank_yx[i];
         const uint2 group = rank_group[i];
@@ -315,10 +254,10 @@ extern "C" __global__ void orb_place_selected(
 #pragma unroll 8
         for (unsigned int m = 0; m < group.y; ++m)
             position += comes_before(rank_key[first + m], rank_yx[first + m], key, yx);
-        if (position >= (unsigned int)quotas[l]) continue;
+        if (position >= (unsigned int)quotas[l]) return;
         unsigned int out = level_out_start[l] + position;
         out_yx[out] = yx;
         out_level[out] = l;
         out_key[out] = key;
-    }
+    });
 }

@@ -1,8 +1,9 @@
 //! ORB on the GPU: the launch sequence of `kernels/orb/*.cu` for one image size,
 //! reproducing the CPU reference (docs/orb-reference.md) bit for bit.
 //!
-//! Per frame: the upload, one CUDA graph (pyramid, oFAST, cell thresholds,
-//! candidates, selection, orientation + rBRIEF, optionally fused matching), the
+//! Per frame: the upload, one CUDA graph (the frame copied into pyramid level 0,
+//! pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
+//! rBRIEF, optionally fused matching), the
 //! downloads, and one stream synchronisation. The host-side tables (resize taps,
 //! arc table, Gaussian taps, umax, pattern, quotas) come from the CPU reference's
 //! builders, uploaded as they are.
@@ -35,7 +36,8 @@ const WARP: u32 = 32;
 /// `DESCRIBE_WARPS * 32` of kernels/orb/describe.cu: one block describes 32 keypoints.
 const DESCRIBE_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
-const SCAN_BLOCK: u32 = 1024;
+/// Threads of an `orb_cell_candidates` block.
+const CELL_THREADS: u32 = 4 * WARP;
 /// Bins of a level's FAST-score histogram (`ORB_SCORE_BINS` in kernels/orb/select.cu).
 const SCORE_BINS: usize = 256;
 const DESCRIPTOR_WORDS: usize = 8;
@@ -86,8 +88,6 @@ struct Plan {
     width: usize,
     height: usize,
     geometry: Vec<LevelGeometry>,
-    total_pixels: i32,
-    total_slots: i32,
     total_cells: i32,
     max_rank: i32,
     capacity: usize,
@@ -99,13 +99,13 @@ struct Plan {
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
     barrier: DeviceBuffer,
-    /// Zeroed each frame: cell flags, cell counts, level counts, rank counts,
-    /// score histograms, tie counts.
+    /// Zeroed each frame: level counts, rank counts, score histograms, tie counts.
     counters: DeviceBuffer,
+    /// Per cell, written each frame: the first slot and the number of its candidates.
     cell_starts: DeviceBuffer,
+    cell_counts: DeviceBuffer,
     cand_yx: DeviceBuffer,
     cand_cell: DeviceBuffer,
-    cand_in_cell: DeviceBuffer,
     cand_key: DeviceBuffer,
     cand_score: DeviceBuffer,
     /// FAST pre-filter (docs/orb-reference.md §5, grid step 1): per level the cut
@@ -116,7 +116,6 @@ struct Plan {
     cand_kept: DeviceBuffer,
     cand_rank: DeviceBuffer,
     cand_in_rank: DeviceBuffer,
-    cell_members: DeviceBuffer,
     rank_yx: DeviceBuffer,
     rank_key: DeviceBuffer,
     rank_group: DeviceBuffer,
@@ -145,14 +144,11 @@ unsafe impl Send for FrameGraph {}
 struct Kernels {
     pyramid: CudaFunction,
     fast_score: CudaFunction,
-    cell_flags: CudaFunction,
-    candidates: CudaFunction,
+    cell_candidates: CudaFunction,
     candidate_keys: CudaFunction,
     prefilter_cut: CudaFunction,
     prefilter_ties: CudaFunction,
     prefilter_keep: CudaFunction,
-    scan: CudaFunction,
-    gather_cells: CudaFunction,
     rank_in_cell: CudaFunction,
     rank_starts: CudaFunction,
     gather_ranks: CudaFunction,
@@ -166,14 +162,11 @@ impl Kernels {
         Ok(Self {
             pyramid: orb("orb_pyramid", "orb_pyramid")?,
             fast_score: orb("orb_detect", "orb_fast_score")?,
-            cell_flags: orb("orb_detect", "orb_cell_flags")?,
-            candidates: orb("orb_detect", "orb_candidates")?,
+            cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
             candidate_keys: orb("orb_detect", "orb_candidate_keys")?,
             prefilter_cut: orb("orb_select", "orb_prefilter_cut")?,
             prefilter_ties: orb("orb_select", "orb_prefilter_ties")?,
             prefilter_keep: orb("orb_select", "orb_prefilter_keep")?,
-            scan: orb("orb_select", "orb_exclusive_scan")?,
-            gather_cells: orb("orb_select", "orb_gather_cells")?,
             rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
             rank_starts: orb("orb_select", "orb_rank_starts")?,
             gather_ranks: orb("orb_select", "orb_gather_ranks")?,
@@ -440,17 +433,18 @@ impl CudaOrbExtractor {
         let unified = self.unified;
         let capacity = c.n_features as usize;
         let n_levels = levels.len();
+        // The kernels index the packed pyramid with i32.
+        to_i32(offset, "pyramid size")?;
+        let total_cells = to_i32(cells, "cells")?;
         let cells = cells.max(1);
         let slots = slots.max(1);
-        let counters = cells * 2 + n_levels + n_levels * max_rank + n_levels * (SCORE_BINS + 1);
+        let counters = n_levels + n_levels * max_rank + n_levels * (SCORE_BINS + 1);
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
         Ok(Plan {
             width,
             height,
             geometry,
-            total_pixels: to_i32(offset, "pyramid size")?,
-            total_slots: to_i32(slots, "candidates")?,
-            total_cells: to_i32(cells, "cells")?,
+            total_cells,
             max_rank: to_i32(max_rank, "rank")?,
             capacity,
             levels: DeviceBuffer::from_slice(ctx, &levels)?,
@@ -463,9 +457,9 @@ impl CudaOrbExtractor {
             barrier,
             counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
             cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
+            cell_counts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
             cand_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cand_cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
-            cand_in_cell: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             cand_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
             cand_score: DeviceBuffer::new(ctx, slots)?,
             prefilter_cut: DeviceBuffer::new(ctx, n_levels * size_of::<i32>())?,
@@ -474,7 +468,6 @@ impl CudaOrbExtractor {
             cand_kept: DeviceBuffer::new(ctx, slots)?,
             cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
-            cell_members: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             rank_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             rank_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
             rank_group: DeviceBuffer::new(ctx, slots * 2 * size_of::<u32>())?,
@@ -504,19 +497,15 @@ impl CudaOrbExtractor {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let cells = plan.total_cells as usize;
         let n_lv = n_levels as usize;
-        let counters = plan.counters.ptr;
-        let cell_flags: CUdeviceptr = counters;
-        let cell_counts: CUdeviceptr = counters + (cells * 4) as u64;
-        let level_counts: CUdeviceptr = counters + (cells * 8) as u64;
+        let level_counts: CUdeviceptr = plan.counters.ptr;
         let rank_counts: CUdeviceptr = level_counts + (n_lv * 4) as u64;
         let level_hist: CUdeviceptr = rank_counts + (n_lv * plan.max_rank as usize * 4) as u64;
         let tie_counts: CUdeviceptr = level_hist + (n_lv * SCORE_BINS * 4) as u64;
         // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
         unsafe {
             cudarc::driver::result::memset_d8_async(
-                counters,
+                plan.counters.ptr,
                 0,
                 plan.counters.bytes,
                 stream.cu_stream(),
@@ -526,16 +515,38 @@ impl CudaOrbExtractor {
         let fast_threshold = c.fast_threshold as i32;
         let min_threshold = c.min_fast_threshold as i32;
         let null: CUdeviceptr = 0;
+        // One block of 32 x 4 threads per cell at a time (kernels/orb/detect.cu): small
+        // blocks, so that many cells of an SM overlap their phases.
+        let cell_block = LaunchConfig {
+            grid_dim: (
+                self.gpu
+                    .persistent_blocks(&k.cell_candidates, CELL_THREADS, self.sm_limit)?
+                    .min(plan.total_cells as u32)
+                    .max(1),
+                1,
+                1,
+            ),
+            block_dim: (WARP, CELL_THREADS / WARP, 1),
+            shared_mem_bytes: 0,
+        };
 
         // SAFETY (every launch below): each argument matches the kernel's parameter
         // list in kernels/orb/*.cu in order and type (device pointers as u64, ints as
         // i32); every pointer is a live buffer of this plan sized for the indices
-        // the kernel derives from the level table built with it.
+        // the kernel derives from the level table built with it. The copy: the frame
+        // holds width * height bytes, the pyramid starts with level 0 of that size.
         unsafe {
+            // Level 0 of the pyramid is the frame (read over the bus once when it is
+            // mapped host memory).
+            cudarc::driver::result::memcpy_dtod_async(
+                plan.pyramid.ptr,
+                plan.frame.ptr,
+                plan.width * plan.height,
+                stream.cu_stream(),
+            )?;
             let blocks = grid_of(&k.pyramid)?;
             stream
                 .launch_builder(&k.pyramid)
-                .arg(&plan.frame.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&plan.taps.ptr)
@@ -552,36 +563,25 @@ impl CudaOrbExtractor {
                 .arg(&self.constants.arc.ptr)
                 .arg(&min_threshold)
                 .arg(&plan.scores.ptr)
-                .arg(&plan.total_pixels)
                 .launch(cfg(grid_of(&k.fast_score)?, BLOCK))?;
             stream
-                .launch_builder(&k.cell_flags)
+                .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
-                .arg(&fast_threshold)
-                .arg(&cell_flags)
-                .arg(&plan.total_pixels)
-                .launch(cfg(grid_of(&k.cell_flags)?, BLOCK))?;
-            stream
-                .launch_builder(&k.candidates)
-                .arg(&plan.scores.ptr)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&cell_flags)
+                .arg(&plan.total_cells)
                 .arg(&fast_threshold)
                 .arg(&min_threshold)
                 .arg(&harris)
                 .arg(&level_counts)
-                .arg(&cell_counts)
+                .arg(&plan.cell_starts.ptr)
+                .arg(&plan.cell_counts.ptr)
                 .arg(&plan.cand_yx.ptr)
                 .arg(&plan.cand_cell.ptr)
-                .arg(&plan.cand_in_cell.ptr)
                 .arg(&plan.cand_key.ptr)
                 .arg(&plan.cand_score.ptr)
                 .arg(&level_hist)
-                .arg(&plan.total_pixels)
-                .launch(cfg(grid_of(&k.candidates)?, BLOCK))?;
+                .launch(cell_block)?;
             stream
                 .launch_builder(&k.prefilter_cut)
                 .arg(&level_hist)
@@ -599,7 +599,6 @@ impl CudaOrbExtractor {
                 .arg(&plan.prefilter_cut.ptr)
                 .arg(&tie_counts)
                 .arg(&plan.tie_yx.ptr)
-                .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.prefilter_ties)?, BLOCK))?;
             stream
                 .launch_builder(&k.prefilter_keep)
@@ -613,7 +612,6 @@ impl CudaOrbExtractor {
                 .arg(&tie_counts)
                 .arg(&plan.tie_yx.ptr)
                 .arg(&plan.cand_kept.ptr)
-                .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.prefilter_keep)?, BLOCK))?;
             if harris != 0 {
                 stream
@@ -625,26 +623,8 @@ impl CudaOrbExtractor {
                     .arg(&plan.cand_yx.ptr)
                     .arg(&plan.cand_kept.ptr)
                     .arg(&plan.cand_key.ptr)
-                    .arg(&plan.total_slots)
                     .launch(cfg(grid_of(&k.candidate_keys)?, BLOCK))?;
             }
-            stream
-                .launch_builder(&k.scan)
-                .arg(&cell_counts)
-                .arg(&plan.cell_starts.ptr)
-                .arg(&plan.total_cells)
-                .launch(cfg(1, SCAN_BLOCK))?;
-            stream
-                .launch_builder(&k.gather_cells)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&level_counts)
-                .arg(&plan.cand_cell.ptr)
-                .arg(&plan.cand_in_cell.ptr)
-                .arg(&plan.cell_starts.ptr)
-                .arg(&plan.cell_members.ptr)
-                .arg(&plan.total_slots)
-                .launch(cfg(grid_of(&k.gather_cells)?, BLOCK))?;
             stream
                 .launch_builder(&k.rank_in_cell)
                 .arg(&plan.levels.ptr)
@@ -655,13 +635,11 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_key.ptr)
                 .arg(&plan.cand_kept.ptr)
                 .arg(&plan.cell_starts.ptr)
-                .arg(&cell_counts)
-                .arg(&plan.cell_members.ptr)
+                .arg(&plan.cell_counts.ptr)
                 .arg(&plan.max_rank)
                 .arg(&plan.cand_rank.ptr)
                 .arg(&plan.cand_in_rank.ptr)
                 .arg(&rank_counts)
-                .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.rank_in_cell)?, BLOCK))?;
             stream
                 .launch_builder(&k.rank_starts)
@@ -692,7 +670,6 @@ impl CudaOrbExtractor {
                 .arg(&plan.rank_yx.ptr)
                 .arg(&plan.rank_key.ptr)
                 .arg(&plan.rank_group.ptr)
-                .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
             stream
                 .launch_builder(&k.place_selected)
@@ -707,7 +684,6 @@ impl CudaOrbExtractor {
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
-                .arg(&plan.total_slots)
                 .launch(cfg(grid_of(&k.place_selected)?, BLOCK))?;
             let (train, n_train) = self
                 .train

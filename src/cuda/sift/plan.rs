@@ -1,0 +1,383 @@
+//! The scale-space geometry, blur schedule and buffers of one image size.
+//!
+//! Octave sizes, layer blurs and Gaussian taps come from the CPU reference's builders
+//! (`cpu::sift::pyramid`), so both backends build the same scale space.
+
+use std::mem::size_of;
+
+use crate::config::SiftConfig;
+use crate::cpu::sift::pyramid::{gaussian_kernel, layer_sigmas, octave_count};
+use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::error::{Error, Result};
+use cudarc::driver::CudaContext;
+use std::sync::Arc;
+
+/// Blur added to the input before octave 0 (OpenCV's assumed camera blur, 0.5 px).
+const INITIAL_SIGMA: f64 = 0.5;
+/// `SIFT_MAX_OCTAVES` of kernels/common/sift_octaves.cuh.
+pub const MAX_OCTAVES: usize = 32;
+/// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
+pub const MAX_RADIUS: usize = 32;
+/// `TILE` of kernels/sift/pyramid.cu.
+pub const TILE: usize = 32;
+pub const DESCRIPTOR_BYTES: usize = 128;
+
+/// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiftOctave {
+    pub width: i32,
+    pub height: i32,
+    pub gauss: i32,
+    pub dog: i32,
+    pub pixel_start: i32,
+}
+
+/// Mirrors `BlurJob` in kernels/sift/pyramid.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlurJob {
+    source: i32,
+    src_offset: i32,
+    src_width: i32,
+    src_height: i32,
+    width: i32,
+    height: i32,
+    gauss_out: i32,
+    dog_out: i32,
+    taps: i32,
+    radius: i32,
+    tiles_x: i32,
+    tile_start: i32,
+}
+
+const SOURCE_PLANE: i32 = 0;
+const SOURCE_PLANE_HALVED: i32 = 1;
+const SOURCE_FRAME: i32 = 2;
+const SOURCE_FRAME_UPSAMPLED: i32 = 3;
+
+/// One launch of the blur kernel: `n_jobs` jobs from `first_job` of the job table.
+#[derive(Clone, Copy, Debug)]
+pub struct BlurStage {
+    pub first_job: usize,
+    pub n_jobs: i32,
+    pub tiles: u32,
+}
+
+pub fn to_i32(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+}
+
+/// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
+pub struct Taps {
+    pub values: Vec<f32>,
+    /// (first tap, radius) of the base blur and of each layer's blur.
+    pub base: (usize, usize),
+    pub layers: Vec<(usize, usize)>,
+    pub max_radius: usize,
+}
+
+impl Taps {
+    pub fn new(config: &SiftConfig) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let base_sigma = if config.upscale {
+            (config.sigma * config.sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA)
+                .max(0.01)
+                .sqrt()
+        } else {
+            (config.sigma * config.sigma - INITIAL_SIGMA * INITIAL_SIGMA)
+                .max(0.01)
+                .sqrt()
+        };
+        let mut values = Vec::new();
+        let mut add = |sigma: f64| {
+            let kernel = gaussian_kernel(sigma);
+            let entry = (values.len(), kernel.len() / 2);
+            values.extend(kernel);
+            entry
+        };
+        let base = add(base_sigma);
+        let layers: Vec<_> = layer_sigmas(config.sigma, n)[1..]
+            .iter()
+            .map(|&s| add(s))
+            .collect();
+        let max_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
+        if max_radius > MAX_RADIUS {
+            return Err(Error::InvalidParameter {
+                name: "sift.sigma".into(),
+                reason: format!(
+                    "the CUDA backend blurs with radii up to {MAX_RADIUS} px; sigma {} with {n} \
+                     layers per octave needs {max_radius}",
+                    config.sigma
+                ),
+            });
+        }
+        Ok(Self {
+            values,
+            base,
+            layers,
+            max_radius,
+        })
+    }
+
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo and
+    /// the horizontal pass's rows.
+    pub fn blur_shared_bytes(&self) -> u32 {
+        let span = TILE + 2 * self.max_radius;
+        ((span * span + span * TILE) * size_of::<f32>()) as u32
+    }
+}
+
+/// Tables and buffers of one image size.
+pub struct Plan {
+    pub width: usize,
+    pub height: usize,
+    pub octaves: Vec<SiftOctave>,
+    pub stages: Vec<BlurStage>,
+    pub total_pixels: i32,
+    pub candidate_capacity: usize,
+    pub keypoint_capacity: usize,
+    /// Keypoints the frame can return: `max_features`, or `keypoint_capacity`.
+    pub output_capacity: usize,
+    pub octave_table: DeviceBuffer,
+    pub jobs: DeviceBuffer,
+    pub taps: DeviceBuffer,
+    pub frame: Staged,
+    pub pyramid: DeviceBuffer,
+    /// candidates, extrema, keypoints, duplicates: zeroed each frame.
+    pub counters: DeviceBuffer,
+    pub candidates: [DeviceBuffer; 3],
+    pub extrema: [DeviceBuffer; 7],
+    pub keypoints: [DeviceBuffer; 6],
+    /// less, equal_before, stronger: zeroed each frame.
+    pub ranks: DeviceBuffer,
+    pub duplicates: DeviceBuffer,
+    pub position: DeviceBuffer,
+    /// out_count and the four raw counters, written by `sift_place`.
+    pub summary: Staged,
+    /// x, y, size, angle, response (f32), octave (i32).
+    pub outputs: [Staged; 6],
+    pub out_octave_layer: DeviceBuffer,
+    pub descriptors: Staged,
+}
+
+/// `SUMMARY_*`: the entries of [`Plan::summary`].
+pub const SUMMARY_WORDS: usize = 5;
+
+impl Plan {
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        config: &SiftConfig,
+        taps: &Taps,
+        width: usize,
+        height: usize,
+        unified: bool,
+    ) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let levels = n + 3;
+        let scale = if config.upscale { 2 } else { 1 };
+        let (base_w, base_h) = (width * scale, height * scale);
+        // As the CPU reference: stop before an octave whose source is under 2x2.
+        let mut sizes = Vec::new();
+        let (mut w, mut h) = (base_w, base_h);
+        for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
+            if o > 0 {
+                if w < 2 || h < 2 {
+                    break;
+                }
+                (w, h) = (w / 2, h / 2);
+            }
+            sizes.push((w, h));
+        }
+        let mut octaves = Vec::with_capacity(sizes.len());
+        let (mut floats, mut pixels) = (0usize, 0usize);
+        for &(w, h) in &sizes {
+            let plane = w * h;
+            octaves.push(SiftOctave {
+                width: to_i32(w, "octave width")?,
+                height: to_i32(h, "octave height")?,
+                gauss: to_i32(floats, "scale space size")?,
+                dog: to_i32(floats + levels * plane, "scale space size")?,
+                pixel_start: to_i32(pixels, "scale space size")?,
+            });
+            floats += (2 * levels - 1) * plane;
+            pixels += plane;
+        }
+        to_i32(floats, "scale space size")?;
+        let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
+
+        let input_pixels = width * height;
+        let keypoint_capacity = (input_pixels / 32).max(4096);
+        let candidate_capacity = (base_w * base_h / 4).max(keypoint_capacity);
+        let output_capacity = match config.max_features {
+            0 => keypoint_capacity,
+            m => (m as usize).min(keypoint_capacity),
+        };
+        let buffer = |bytes: usize| DeviceBuffer::new(ctx, bytes);
+        let words = |count: usize| buffer(count * 4);
+        let staged = |bytes: usize| Staged::new(ctx, bytes, unified);
+        let (cand, kp, out) = (candidate_capacity, keypoint_capacity, output_capacity);
+        Ok(Self {
+            width,
+            height,
+            stages,
+            total_pixels: to_i32(pixels, "scale space size")?,
+            candidate_capacity,
+            keypoint_capacity,
+            output_capacity,
+            octave_table: DeviceBuffer::from_slice(ctx, &octaves)?,
+            octaves,
+            jobs: DeviceBuffer::from_slice(ctx, &jobs)?,
+            taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
+            frame: staged(input_pixels)?,
+            pyramid: buffer(floats.max(1) * size_of::<f32>())?,
+            counters: words(4)?,
+            candidates: [words(cand)?, words(cand)?, words(cand)?],
+            extrema: [
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+            ],
+            keypoints: [
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+            ],
+            ranks: words(3 * kp)?,
+            duplicates: words(kp)?,
+            position: words(kp)?,
+            summary: staged(SUMMARY_WORDS * 4)?,
+            outputs: [
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+            ],
+            out_octave_layer: words(out)?,
+            descriptors: staged(out * DESCRIPTOR_BYTES)?,
+        })
+    }
+}
+
+/// The blur jobs and their launches. Level `l` of octave `o` can run once level
+/// `l - 1` exists, and level 1 of octave `o + 1` once level `n` of octave `o` does:
+/// job (o, l) goes to stage `n o + l` (stage 0: the base image), so the launches of
+/// consecutive octaves overlap.
+fn blur_schedule(
+    octaves: &[SiftOctave],
+    taps: &Taps,
+    n: usize,
+    width: usize,
+    height: usize,
+    upscale: bool,
+) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
+    let levels = n + 3;
+    let tiles_of = |o: &SiftOctave| {
+        let tiles_x = (o.width as usize).div_ceil(TILE);
+        (tiles_x, tiles_x * (o.height as usize).div_ceil(TILE))
+    };
+    let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
+    let mut put = |stage: usize, job: BlurJob| {
+        if by_stage.len() <= stage {
+            by_stage.resize(stage + 1, Vec::new());
+        }
+        by_stage[stage].push(job);
+    };
+    let Some(first) = octaves.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let (tiles_x, _) = tiles_of(first);
+    put(
+        0,
+        BlurJob {
+            source: if upscale {
+                SOURCE_FRAME_UPSAMPLED
+            } else {
+                SOURCE_FRAME
+            },
+            src_width: to_i32(width, "width")?,
+            src_height: to_i32(height, "height")?,
+            width: first.width,
+            height: first.height,
+            gauss_out: first.gauss,
+            dog_out: -1,
+            taps: to_i32(taps.base.0, "taps")?,
+            radius: to_i32(taps.base.1, "taps")?,
+            tiles_x: to_i32(tiles_x, "tiles")?,
+            ..BlurJob::default()
+        },
+    );
+    for (o, oct) in octaves.iter().enumerate() {
+        let plane = oct.width * oct.height;
+        let (tiles_x, _) = tiles_of(oct);
+        for level in 1..levels {
+            let (tap, radius) = taps.layers[level - 1];
+            let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
+                let previous = &octaves[o - 1];
+                let prev_plane = previous.width * previous.height;
+                (
+                    SOURCE_PLANE_HALVED,
+                    previous.gauss + n as i32 * prev_plane,
+                    previous.width,
+                    previous.height,
+                )
+            } else {
+                (
+                    SOURCE_PLANE,
+                    oct.gauss + (level as i32 - 1) * plane,
+                    oct.width,
+                    oct.height,
+                )
+            };
+            put(
+                n * o + level,
+                BlurJob {
+                    source,
+                    src_offset,
+                    src_width,
+                    src_height,
+                    width: oct.width,
+                    height: oct.height,
+                    // The last level only feeds the last DoG.
+                    gauss_out: if level + 1 < levels {
+                        oct.gauss + level as i32 * plane
+                    } else {
+                        -1
+                    },
+                    dog_out: oct.dog + (level as i32 - 1) * plane,
+                    taps: to_i32(tap, "taps")?,
+                    radius: to_i32(radius, "taps")?,
+                    tiles_x: to_i32(tiles_x, "tiles")?,
+                    tile_start: 0,
+                },
+            );
+        }
+    }
+    let mut jobs = Vec::new();
+    let mut stages = Vec::new();
+    for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
+        let first_job = jobs.len();
+        let mut tiles = 0usize;
+        for mut job in stage_jobs {
+            job.tile_start = to_i32(tiles, "tiles")?;
+            tiles += (job.width as usize).div_ceil(TILE) * (job.height as usize).div_ceil(TILE);
+            jobs.push(job);
+        }
+        stages.push(BlurStage {
+            first_job,
+            n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
+            tiles: u32::try_from(tiles)
+                .map_err(|_| Error::InvalidImage("too many tiles".into()))?,
+        });
+    }
+    Ok((jobs, stages))
+}

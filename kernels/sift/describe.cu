@@ -1,11 +1,14 @@
-// The 4x4x8 descriptor (docs/sift-reference.md section 5): one warp per kept
-// keypoint, in output order. Lanes walk the rotated window 32 pixels at a time; a
-// sample's eight trilinear votes go to a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2)
-// histogram, so lanes whose block starts at the same bin (the key) are summed by the
-// multi-key warp reduction, and the group's writer adds the eight sums: no atomics,
-// and the same sums every run. The eight bins are written one offset at a time, so
-// two writers never touch one bin at once. Then the wrap bins fold back, and the
-// clamp, renormalisation (RootSIFT when asked) and u8 quantisation run across the warp.
+// The 4x4x8 descriptor (docs/sift-reference.md section 5): one block per kept
+// keypoint, in output order, each warp of it taking every W-th strip of 32 window
+// pixels (W = warps per block) into its own histogram, so that large keypoints do not
+// leave one warp waiting on a long chain of samples. A sample's eight trilinear votes
+// go to a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, so lanes whose block
+// starts at the same bin (the key) are summed by the multi-key warp reduction, and the
+// group's writer adds the eight sums: no atomics, and the same sums every run (the
+// warps' histograms are added in warp order). The eight bins are written one offset
+// at a time, so two writers never touch one bin at once. Then the wrap bins fold
+// back, and the clamp, renormalisation (RootSIFT when asked) and u8 quantisation run
+// across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/fast_atan2.cuh"
 #include "common/warp_reduce_by_key.cuh"
@@ -28,11 +31,10 @@ extern "C" __global__ void sift_describe(
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ descriptors) {
     extern __shared__ float shared[];  // per warp: the HIST-bin histogram
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     float* hist = shared + warp * HIST;
-    const int warps = (gridDim.x * blockDim.x) >> 5;
     const int n = (int)*out_count;
-    for (int kp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; kp < n; kp += warps) {
+    for (int kp = blockIdx.x; kp < n; kp += gridDim.x) {
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
@@ -48,15 +50,21 @@ extern "C" __global__ void sift_describe(
         int radius = (int)rintf(bin_width * 1.41421356f * ((float)D + 1.f) * 0.5f);
         radius = min(radius, (int)sqrt((double)w * w + (double)h * h));
         const float radians = ori * (3.14159265f / 180.f);
-        const float cos_t = cosf(radians) / bin_width, sin_t = sinf(radians) / bin_width;
+        const float cos_a = cosf(radians), sin_a = sinf(radians);
+        const float cos_t = cos_a / bin_width, sin_t = sin_a / bin_width;
+        // Only the rotated square |c_rot|, |r_rot| < 2.5 bins has samples: walk its
+        // bounding box (a pixel of margin) instead of the whole radius.
+        const float half = ((float)(D / 2) + 0.5f) * bin_width * (fabsf(cos_a) + fabsf(sin_a));
+        const int reach = min(radius, (int)ceilf(half) + 1);
         const float exp_scale = -1.f / ((float)D * (float)D * 0.5f);
         const float bins_per_degree = (float)N / 360.f;
+        __syncthreads();  // warp 0 has finished with the previous keypoint's sums
         for (int b = lane; b < HIST; b += 32) hist[b] = 0.f;
         __syncwarp();
-        const int side = 2 * radius + 1, samples = side * side;
-        for (int base = 0; base < samples; base += 32) {
+        const int side = 2 * reach + 1, samples = side * side;
+        for (int base = warp * 32; base < samples; base += blockDim.x) {
             const int k = base + lane;
-            const int i = k / side - radius, j = k % side - radius;
+            const int i = k / side - reach, j = k % side - reach;
             const float fi = (float)i, fj = (float)j;
             const float c_rot = fj * cos_t - fi * sin_t;
             const float r_rot = fj * sin_t + fi * cos_t;
@@ -84,6 +92,7 @@ extern "C" __global__ void sift_describe(
 #pragma unroll
                 for (int v = 0; v < 8; ++v) votes[v] = magnitude * wr[v >> 2] * wc[(v >> 1) & 1] * wo[v & 1];
             }
+            if (!__any_sync(0xffffffffu, key >= 0)) continue;  // a strip outside the window
             unsigned int peers = warp_reduce_by_key(key, votes);
             const bool writer = key >= 0 && reduce_by_key_writer(peers);
 #pragma unroll
@@ -92,6 +101,14 @@ extern "C" __global__ void sift_describe(
                 __syncwarp();
             }
         }
+        __syncthreads();
+        for (int b = threadIdx.x; b < HIST; b += blockDim.x) {
+            float sum = shared[b];
+            for (int w = 1; w < n_warps; ++w) sum += shared[w * HIST + b];
+            shared[b] = sum;
+        }
+        __syncthreads();
+        if (warp != 0) continue;
         // Fold the wrap bins and gather the 128 values: lane l holds bins 4l .. 4l+3,
         // all of spatial cell l / 2.
         const int cell = lane >> 1, row = cell / D, col = cell % D;
@@ -128,6 +145,5 @@ extern "C" __global__ void sift_describe(
             packed_bytes |= (unsigned int)v << (8 * q);
         }
         descriptors[kp * (LENGTH / 4) + lane] = packed_bytes;
-        __syncwarp();  // the next keypoint clears the histogram
     }
 }

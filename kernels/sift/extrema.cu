@@ -1,6 +1,7 @@
 // Scale-space extrema of every octave in one launch (docs/sift-reference.md section 2):
 // a thread per octave pixel tests DoG layers 1..n at that pixel. The 26-neighbour test
-// is branch-free (min and max over the 3x3x3 block, then two comparisons); the
+// is branch-free (min and max over the 3x3x3 block, then two comparisons; the sample's
+// own layer is tested first, and most samples stop there); the
 // survivors are compacted into structure-of-arrays candidate lists with
 // warp-aggregated atomics, so the refinement kernel gets full warps.
 #include "common/sift_octaves.cuh"
@@ -40,9 +41,11 @@ extern "C" __global__ void sift_extrema(
             float v = __ldg(dog + layer * plane + p);
             if (!(fabsf(v) > threshold)) continue;
             // The centre compares with itself, harmlessly (the test is not strict).
+            // Its own layer first: most samples fail there, before the two other loads.
             float lo = v, hi = v;
-            block_min_max(dog + (layer - 1) * plane, p, oct.width, lo, hi);
             block_min_max(dog + layer * plane, p, oct.width, lo, hi);
+            if (!((v > 0.f && v >= hi) | (v < 0.f && v <= lo))) continue;
+            block_min_max(dog + (layer - 1) * plane, p, oct.width, lo, hi);
             block_min_max(dog + (layer + 1) * plane, p, oct.width, lo, hi);
             bool extremum = (v > 0.f && v >= hi) | (v < 0.f && v <= lo);
             if (extremum) {

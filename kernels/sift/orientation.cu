@@ -1,7 +1,8 @@
-// Dominant orientations (docs/sift-reference.md section 4): one warp per refined
-// extremum. The lanes walk the window row by row (32 neighbouring pixels per step,
-// coalesced), and each step's votes go into the warp's 36-bin shared histogram through
-// the multi-key warp reduction (one writer per bin, no atomics, reproducible sums).
+// Dominant orientations (docs/sift-reference.md section 4): one block per refined
+// extremum, its warps taking every W-th strip of 32 neighbouring window pixels
+// (coalesced reads). Each strip's votes go into the warp's own 36-bin shared histogram
+// through the multi-key warp reduction (one writer per bin, no atomics); the warps'
+// histograms are added in warp order, so the sums are the same every run.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
@@ -21,13 +22,12 @@ extern "C" __global__ void sift_orientation(
     float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
     float* __restrict__ kp_angle, float* __restrict__ kp_response,
     int* __restrict__ kp_octave_layer) {
-    extern __shared__ float shared[];  // per warp: raw[BINS], smooth[BINS]
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float* raw = shared + warp * 2 * BINS;
-    float* smooth = raw + BINS;
-    const int warps = (gridDim.x * blockDim.x) >> 5;
+    extern __shared__ float shared[];  // per warp: raw[BINS]; then smooth[BINS]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    float* raw = shared + warp * BINS;
+    float* smooth = shared + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
-    for (int e = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; e < n; e += warps) {
+    for (int e = blockIdx.x; e < n; e += gridDim.x) {
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
@@ -37,10 +37,11 @@ extern "C" __global__ void sift_orientation(
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
         const float exp_scale = -1.f / (2.f * sigma * sigma);
+        __syncthreads();  // warp 0 has finished with the previous extremum
         for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
         __syncwarp();
         const int side = 2 * radius + 1, samples = side * side;
-        for (int base = 0; base < samples; base += 32) {
+        for (int base = warp * 32; base < samples; base += blockDim.x) {
             const int k = base + lane;
             const int i = k / side - radius, j = k % side - radius;
             const int py = y + i, px = x + j;
@@ -60,6 +61,14 @@ extern "C" __global__ void sift_orientation(
             if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];
             __syncwarp();
         }
+        __syncthreads();
+        for (int b = threadIdx.x; b < BINS; b += blockDim.x) {
+            float sum = shared[b];
+            for (int w = 1; w < n_warps; ++w) sum += shared[w * BINS + b];
+            shared[b] = sum;
+        }
+        __syncthreads();
+        if (warp != 0) continue;
         for (int b = lane; b < BINS; b += 32) {
             auto at = [raw](int i) { return raw[(i + BINS) % BINS]; };
             smooth[b] = (at(b - 2) + at(b + 2)) * (1.f / 16.f) + (at(b - 1) + at(b + 1)) * (4.f / 16.f) +
@@ -90,6 +99,5 @@ extern "C" __global__ void sift_orientation(
                 }
             }
         }
-        __syncwarp();  // the next extremum reuses the histograms
     }
 }

@@ -53,8 +53,9 @@ pub fn enqueue(
         for stage in &plan.stages {
             let jobs = plan.jobs.ptr + (stage.first_job * std::mem::size_of::<BlurJob>()) as u64;
             let tiles = stage.tiles as i32;
+            let blur = k.blur_for(stage.max_radius);
             stream
-                .launch_builder(&k.blur_dog.function)
+                .launch_builder(&blur.function)
                 .arg(&jobs)
                 .arg(&stage.n_jobs)
                 .arg(&tiles)
@@ -62,7 +63,7 @@ pub fn enqueue(
                 .arg(&plan.frame.ptr)
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.taps.ptr)
-                .launch(k.blur_dog.config(stage.tiles))?;
+                .launch(blur.config(stage.tiles))?;
         }
         stream
             .launch_builder(&k.extrema.function)

@@ -18,8 +18,9 @@ const INITIAL_SIGMA: f64 = 0.5;
 pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
 pub const MAX_RADIUS: usize = 32;
-/// `TILE` of kernels/sift/pyramid.cu.
-pub const TILE: usize = 32;
+/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu.
+pub const TILE_W: usize = 64;
+pub const TILE_H: usize = 32;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
@@ -62,6 +63,8 @@ pub struct BlurStage {
     pub first_job: usize,
     pub n_jobs: i32,
     pub tiles: u32,
+    /// The widest of its jobs' kernels: picks the blur kernel's register window.
+    pub max_radius: usize,
 }
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
@@ -120,11 +123,12 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernel: the input tile with its halo and
-    /// the horizontal pass's rows.
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo (rows
+    /// padded to an odd stride) and the horizontal pass's rows.
     pub fn blur_shared_bytes(&self) -> u32 {
-        let span = TILE + 2 * self.max_radius;
-        ((span * span + span * TILE) * size_of::<f32>()) as u32
+        let rows = TILE_H + 2 * self.max_radius;
+        let stride = (TILE_W + 2 * self.max_radius) | 1;
+        ((rows * stride + rows * TILE_W) * size_of::<f32>()) as u32
     }
 }
 
@@ -281,10 +285,7 @@ fn blur_schedule(
     upscale: bool,
 ) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
     let levels = n + 3;
-    let tiles_of = |o: &SiftOctave| {
-        let tiles_x = (o.width as usize).div_ceil(TILE);
-        (tiles_x, tiles_x * (o.height as usize).div_ceil(TILE))
-    };
+    let tiles_across = |o: &SiftOctave| (o.width as usize).div_ceil(TILE_W);
     let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
     let mut put = |stage: usize, job: BlurJob| {
         if by_stage.len() <= stage {
@@ -295,7 +296,7 @@ fn blur_schedule(
     let Some(first) = octaves.first() else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let (tiles_x, _) = tiles_of(first);
+    let tiles_x = tiles_across(first);
     put(
         0,
         BlurJob {
@@ -318,7 +319,7 @@ fn blur_schedule(
     );
     for (o, oct) in octaves.iter().enumerate() {
         let plane = oct.width * oct.height;
-        let (tiles_x, _) = tiles_of(oct);
+        let tiles_x = tiles_across(oct);
         for level in 1..levels {
             let (tap, radius) = taps.layers[level - 1];
             let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
@@ -367,9 +368,11 @@ fn blur_schedule(
     for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
         let first_job = jobs.len();
         let mut tiles = 0usize;
+        let max_radius = stage_jobs.iter().map(|j| j.radius as usize).max().unwrap_or(0);
         for mut job in stage_jobs {
             job.tile_start = to_i32(tiles, "tiles")?;
-            tiles += (job.width as usize).div_ceil(TILE) * (job.height as usize).div_ceil(TILE);
+            tiles +=
+                (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
             jobs.push(job);
         }
         stages.push(BlurStage {
@@ -377,6 +380,7 @@ fn blur_schedule(
             n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
             tiles: u32::try_from(tiles)
                 .map_err(|_| Error::InvalidImage("too many tiles".into()))?,
+            max_radius,
         });
     }
     Ok((jobs, stages))

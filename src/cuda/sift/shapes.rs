@@ -14,17 +14,21 @@ use crate::error::Result;
 pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats per warp: orientation (raw and smoothed 36-bin histograms) and
-/// descriptor ((4+2) x (4+2) x (8+2) bins).
-const ORIENTATION_FLOATS_PER_WARP: usize = 72;
+/// Shared floats per warp: orientation (a 36-bin histogram, plus the block's
+/// smoothed one) and descriptor ((4+2) x (4+2) x (8+2) bins).
+const ORIENTATION_BINS: usize = 36;
 const DESCRIBE_FLOATS_PER_WARP: usize = 360;
+/// Warps that share one keypoint in the orientation and descriptor kernels, at most:
+/// beyond this most keypoints' windows leave warps idle.
+const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
+const DESCRIBE_MAX_THREADS: u32 = 8 * WARP;
 
 extern "C" fn no_shared_memory(_block: c_int) -> usize {
     0
 }
 
 extern "C" fn orientation_shared_memory(block: c_int) -> usize {
-    (block.max(0) as usize / WARP as usize) * ORIENTATION_FLOATS_PER_WARP * 4
+    (block.max(0) as usize / WARP as usize + 1) * ORIENTATION_BINS * 4
 }
 
 extern "C" fn describe_shared_memory(block: c_int) -> usize {
@@ -57,7 +61,8 @@ impl Launch {
 
 /// Every kernel of the pipeline.
 pub struct Kernels {
-    pub blur_dog: Launch,
+    /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
+    pub blur_dog: [Launch; 3],
     pub extrema: Launch,
     pub refine: Launch,
     pub orientation: Launch,
@@ -70,6 +75,15 @@ pub struct Kernels {
 }
 
 impl Kernels {
+    /// The blur kernel whose register window holds `radius`.
+    pub fn blur_for(&self, radius: usize) -> &Launch {
+        match radius {
+            0..=8 => &self.blur_dog[0],
+            9..=16 => &self.blur_dog[1],
+            _ => &self.blur_dog[2],
+        }
+    }
+
     pub fn load(gpu: &Gpu, sm_limit: Option<u32>, blur_shared: u32) -> Result<Self> {
         let sms = sm_limit.map_or(gpu.sm_count, |n| n.clamp(1, gpu.sm_count));
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
@@ -94,11 +108,12 @@ impl Kernels {
         };
         let sized = |module: &str,
                      name: &str,
-                     shared_of: extern "C" fn(c_int) -> usize|
+                     shared_of: extern "C" fn(c_int) -> usize,
+                     max_threads: u32|
          -> Result<Launch> {
             let function = gpu.function(module, name)?;
             let (_, threads) =
-                function.occupancy_max_potential_block_size(shared_of, 0, 1024, None)?;
+                function.occupancy_max_potential_block_size(shared_of, 0, max_threads, None)?;
             // Warp-per-item kernels need whole warps.
             let threads = (threads / WARP).max(1) * WARP;
             let shared = shared_of(threads as c_int) as u32;
@@ -115,20 +130,35 @@ impl Kernels {
             })
         };
         Ok(Self {
-            blur_dog: fixed("sift_pyramid", "sift_blur_dog", BLUR_THREADS, blur_shared)?,
-            extrema: sized("sift_extrema", "sift_extrema", no_shared_memory)?,
-            refine: sized("sift_refine", "sift_refine", no_shared_memory)?,
+            blur_dog: [
+                fixed("sift_pyramid", "sift_blur_dog_r8", BLUR_THREADS, blur_shared)?,
+                fixed("sift_pyramid", "sift_blur_dog_r16", BLUR_THREADS, blur_shared)?,
+                fixed("sift_pyramid", "sift_blur_dog_r32", BLUR_THREADS, blur_shared)?,
+            ],
+            extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
+            refine: sized("sift_refine", "sift_refine", no_shared_memory, 1024)?,
             orientation: sized(
                 "sift_orientation",
                 "sift_orientation",
                 orientation_shared_memory,
+                ORIENTATION_MAX_THREADS,
             )?,
             rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
-            list_duplicates: sized("sift_order", "sift_list_duplicates", no_shared_memory)?,
-            unique_positions: sized("sift_order", "sift_unique_positions", no_shared_memory)?,
+            list_duplicates: sized("sift_order", "sift_list_duplicates", no_shared_memory, 1024)?,
+            unique_positions: sized(
+                "sift_order",
+                "sift_unique_positions",
+                no_shared_memory,
+                1024,
+            )?,
             rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
-            place: sized("sift_order", "sift_place", no_shared_memory)?,
-            describe: sized("sift_describe", "sift_describe", describe_shared_memory)?,
+            place: sized("sift_order", "sift_place", no_shared_memory, 1024)?,
+            describe: sized(
+                "sift_describe",
+                "sift_describe",
+                describe_shared_memory,
+                DESCRIBE_MAX_THREADS,
+            )?,
         })
     }
 }

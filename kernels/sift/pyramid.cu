@@ -179,14 +179,15 @@ __device__ __forceinline__ void blur_dog_stage(
     }
 }
 
-// One kernel per window size, so each keeps only the registers its radius needs;
-// the host launches the smallest that holds the pipeline's largest radius.
-#define BLUR_DOG_KERNEL(MAXR)                                                                   \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS) sift_blur_dog_r##MAXR(         \
+// One kernel per window size, so each keeps only the registers its radius needs
+// (and as many blocks per SM as fit without spilling); the host launches, per stage,
+// the smallest that holds the stage's largest radius.
+#define BLUR_DOG_KERNEL(MAXR, MIN_BLOCKS)                                                       \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) sift_blur_dog_r##MAXR( \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
         blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
     }
-BLUR_DOG_KERNEL(8)
-BLUR_DOG_KERNEL(16)
-BLUR_DOG_KERNEL(32)
+BLUR_DOG_KERNEL(8, 3)
+BLUR_DOG_KERNEL(16, 2)
+BLUR_DOG_KERNEL(32, 1)

@@ -14,14 +14,19 @@ use crate::error::Result;
 pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats per warp: orientation (a 36-bin histogram, plus the block's
-/// smoothed one) and descriptor ((4+2) x (4+2) x (8+2) bins).
+/// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
+/// one; descriptor, 8 sub-histograms of 5 x 5 x 8 first bins per warp plus the
+/// block's (4+2) x (4+2) x (8+2) histogram.
 const ORIENTATION_BINS: usize = 36;
-const DESCRIBE_FLOATS_PER_WARP: usize = 360;
+const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
+const DESCRIBE_FLOATS_PER_BLOCK: usize = 360;
 /// Warps that share one keypoint in the orientation and descriptor kernels, at most:
 /// beyond this most keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
-const DESCRIBE_MAX_THREADS: u32 = 8 * WARP;
+/// Kernels with a thread per candidate or keypoint (thousands, not millions): small
+/// blocks, so the work spreads over every SM.
+const ITEM_MAX_THREADS: u32 = 4 * WARP;
+const DESCRIBE_MAX_THREADS: u32 = 4 * WARP;
 
 extern "C" fn no_shared_memory(_block: c_int) -> usize {
     0
@@ -32,7 +37,9 @@ extern "C" fn orientation_shared_memory(block: c_int) -> usize {
 }
 
 extern "C" fn describe_shared_memory(block: c_int) -> usize {
-    (block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP * 4
+    ((block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP
+        + DESCRIBE_FLOATS_PER_BLOCK)
+        * 4
 }
 
 /// A kernel and how it is launched.
@@ -136,7 +143,7 @@ impl Kernels {
                 fixed("sift_pyramid", "sift_blur_dog_r32", BLUR_THREADS, blur_shared)?,
             ],
             extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
-            refine: sized("sift_refine", "sift_refine", no_shared_memory, 1024)?,
+            refine: sized("sift_refine", "sift_refine", no_shared_memory, ITEM_MAX_THREADS)?,
             orientation: sized(
                 "sift_orientation",
                 "sift_orientation",
@@ -144,15 +151,20 @@ impl Kernels {
                 ORIENTATION_MAX_THREADS,
             )?,
             rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
-            list_duplicates: sized("sift_order", "sift_list_duplicates", no_shared_memory, 1024)?,
+            list_duplicates: sized(
+                "sift_order",
+                "sift_list_duplicates",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
             unique_positions: sized(
                 "sift_order",
                 "sift_unique_positions",
                 no_shared_memory,
-                1024,
+                ITEM_MAX_THREADS,
             )?,
             rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
-            place: sized("sift_order", "sift_place", no_shared_memory, 1024)?,
+            place: sized("sift_order", "sift_place", no_shared_memory, ITEM_MAX_THREADS)?,
             describe: sized(
                 "sift_describe",
                 "sift_describe",

@@ -6,14 +6,12 @@
 use std::mem::size_of;
 
 use crate::config::SiftConfig;
-use crate::cpu::sift::pyramid::{gaussian_kernel, layer_sigmas, octave_count};
+use crate::cpu::sift::pyramid::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{Error, Result};
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-/// Blur added to the input before octave 0 (OpenCV's assumed camera blur, 0.5 px).
-const INITIAL_SIGMA: f64 = 0.5;
 /// `SIFT_MAX_OCTAVES` of kernels/common/sift_octaves.cuh.
 pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
@@ -83,15 +81,7 @@ pub struct Taps {
 impl Taps {
     pub fn new(config: &SiftConfig) -> Result<Self> {
         let n = config.n_octave_layers as usize;
-        let base_sigma = if config.upscale {
-            (config.sigma * config.sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA)
-                .max(0.01)
-                .sqrt()
-        } else {
-            (config.sigma * config.sigma - INITIAL_SIGMA * INITIAL_SIGMA)
-                .max(0.01)
-                .sqrt()
-        };
+        let base_sigma = base_blur_sigma(config.sigma, config.upscale);
         let mut values = Vec::new();
         let mut add = |sigma: f64| {
             let kernel = gaussian_kernel(sigma);
@@ -178,36 +168,9 @@ impl Plan {
         unified: bool,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
-        let levels = n + 3;
         let scale = if config.upscale { 2 } else { 1 };
         let (base_w, base_h) = (width * scale, height * scale);
-        // As the CPU reference: stop before an octave whose source is under 2x2.
-        let mut sizes = Vec::new();
-        let (mut w, mut h) = (base_w, base_h);
-        for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
-            if o > 0 {
-                if w < 2 || h < 2 {
-                    break;
-                }
-                (w, h) = (w / 2, h / 2);
-            }
-            sizes.push((w, h));
-        }
-        let mut octaves = Vec::with_capacity(sizes.len());
-        let (mut floats, mut pixels) = (0usize, 0usize);
-        for &(w, h) in &sizes {
-            let plane = w * h;
-            octaves.push(SiftOctave {
-                width: to_i32(w, "octave width")?,
-                height: to_i32(h, "octave height")?,
-                gauss: to_i32(floats, "scale space size")?,
-                dog: to_i32(floats + levels * plane, "scale space size")?,
-                pixel_start: to_i32(pixels, "scale space size")?,
-            });
-            floats += (2 * levels - 1) * plane;
-            pixels += plane;
-        }
-        to_i32(floats, "scale space size")?;
+        let (octaves, floats, pixels) = octave_table(width, height, config)?;
         let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
 
         let input_pixels = width * height;
@@ -270,6 +233,42 @@ impl Plan {
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
         })
     }
+}
+
+/// The octaves of a `width` x `height` frame, with the float count of the scale space
+/// (Gaussian levels, then DoG planes, per octave) and the pixel count of all octaves.
+fn octave_table(
+    width: usize,
+    height: usize,
+    config: &SiftConfig,
+) -> Result<(Vec<SiftOctave>, usize, usize)> {
+    let levels = config.n_octave_layers as usize + 3;
+    let scale = if config.upscale { 2 } else { 1 };
+    let (mut w, mut h) = (width * scale, height * scale);
+    let mut octaves = Vec::new();
+    let (mut floats, mut pixels) = (0usize, 0usize);
+    for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
+        if o > 0 {
+            // As the CPU reference: stop before an octave whose source is under 2x2.
+            if w < 2 || h < 2 {
+                break;
+            }
+            (w, h) = (w / 2, h / 2);
+        }
+        let plane = w * h;
+        octaves.push(SiftOctave {
+            width: to_i32(w, "octave width")?,
+            height: to_i32(h, "octave height")?,
+            gauss: to_i32(floats, "scale space size")?,
+            dog: to_i32(floats + levels * plane, "scale space size")?,
+            pixel_start: to_i32(pixels, "scale space size")?,
+        });
+        floats += (2 * levels - 1) * plane;
+        pixels += plane;
+    }
+    to_i32(floats, "scale space size")?;
+    to_i32(pixels, "scale space size")?;
+    Ok((octaves, floats, pixels))
 }
 
 /// The blur jobs and their launches. Level `l` of octave `o` can run once level
@@ -368,11 +367,14 @@ fn blur_schedule(
     for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
         let first_job = jobs.len();
         let mut tiles = 0usize;
-        let max_radius = stage_jobs.iter().map(|j| j.radius as usize).max().unwrap_or(0);
+        let max_radius = stage_jobs
+            .iter()
+            .map(|j| j.radius as usize)
+            .max()
+            .unwrap_or(0);
         for mut job in stage_jobs {
             job.tile_start = to_i32(tiles, "tiles")?;
-            tiles +=
-                (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
+            tiles += (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
             jobs.push(job);
         }
         stages.push(BlurStage {
@@ -384,4 +386,76 @@ fn blur_schedule(
         });
     }
     Ok((jobs, stages))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::sift::pyramid::ScaleSpace;
+    use crate::image::GrayImage;
+
+    #[test]
+    fn octaves_are_the_cpu_scale_space_octaves() {
+        for upscale in [false, true] {
+            let config = SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            };
+            for (w, h) in [(97, 61), (12, 9), (3, 40), (1, 1)] {
+                let image = GrayImage::new(w, h, vec![128; w * h]).unwrap();
+                let space = ScaleSpace::build(&image, config.sigma, 3, upscale);
+                let cpu: Vec<(i32, i32)> = space
+                    .gaussian
+                    .iter()
+                    .map(|levels| (levels[0].width as i32, levels[0].height as i32))
+                    .collect();
+                let (octaves, _, _) = octave_table(w, h, &config).unwrap();
+                let gpu: Vec<(i32, i32)> = octaves.iter().map(|o| (o.width, o.height)).collect();
+                assert_eq!(gpu, cpu, "{w}x{h} upscale={upscale}");
+            }
+        }
+    }
+
+    /// Every level is made once, after the level it blurs; every DoG plane is written once.
+    #[test]
+    fn the_blur_schedule_respects_the_level_order() {
+        let config = SiftConfig::default();
+        let n = config.n_octave_layers as usize;
+        let taps = Taps::new(&config).unwrap();
+        let (octaves, _, _) = octave_table(1920, 1080, &config).unwrap();
+        let (jobs, stages) = blur_schedule(&octaves, &taps, n, 1920, 1080, true).unwrap();
+        let mut made_at = std::collections::HashMap::new();
+        let mut dogs = std::collections::HashSet::new();
+        for (s, stage) in stages.iter().enumerate() {
+            let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
+            for job in stage_jobs {
+                if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
+                    let made = made_at.get(&job.src_offset).copied();
+                    assert!(
+                        made.is_some_and(|m| m < s),
+                        "stage {s} reads an unmade level"
+                    );
+                }
+                if job.gauss_out >= 0 {
+                    assert!(made_at.insert(job.gauss_out, s).is_none());
+                }
+                if job.dog_out >= 0 {
+                    assert!(dogs.insert(job.dog_out));
+                }
+                assert!(job.radius as usize <= stage.max_radius);
+            }
+            let tiles: usize = stage_jobs
+                .iter()
+                .map(|j| (j.width as usize).div_ceil(TILE_W) * (j.height as usize).div_ceil(TILE_H))
+                .sum();
+            assert_eq!(tiles, stage.tiles as usize);
+        }
+        assert_eq!(dogs.len(), octaves.len() * (n + 2));
+        // Consecutive octaves overlap: fewer launches than levels.
+        assert!(
+            stages.len() < octaves.len() * (n + 2) + 1,
+            "{} stages",
+            stages.len()
+        );
+    }
 }

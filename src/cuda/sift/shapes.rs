@@ -37,8 +37,7 @@ extern "C" fn orientation_shared_memory(block: c_int) -> usize {
 }
 
 extern "C" fn describe_shared_memory(block: c_int) -> usize {
-    ((block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP
-        + DESCRIBE_FLOATS_PER_BLOCK)
+    ((block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP + DESCRIBE_FLOATS_PER_BLOCK)
         * 4
 }
 
@@ -138,12 +137,32 @@ impl Kernels {
         };
         Ok(Self {
             blur_dog: [
-                fixed("sift_pyramid", "sift_blur_dog_r8", BLUR_THREADS, blur_shared)?,
-                fixed("sift_pyramid", "sift_blur_dog_r16", BLUR_THREADS, blur_shared)?,
-                fixed("sift_pyramid", "sift_blur_dog_r32", BLUR_THREADS, blur_shared)?,
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r8",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r16",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r32",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
             ],
             extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
-            refine: sized("sift_refine", "sift_refine", no_shared_memory, ITEM_MAX_THREADS)?,
+            refine: sized(
+                "sift_refine",
+                "sift_refine",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
             orientation: sized(
                 "sift_orientation",
                 "sift_orientation",
@@ -164,7 +183,12 @@ impl Kernels {
                 ITEM_MAX_THREADS,
             )?,
             rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
-            place: sized("sift_order", "sift_place", no_shared_memory, ITEM_MAX_THREADS)?,
+            place: sized(
+                "sift_order",
+                "sift_place",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
             describe: sized(
                 "sift_describe",
                 "sift_describe",

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# GPU proof for the CUDA ORB backend, run on a machine with an NVIDIA GPU:
-#   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs),
-#   2. compute-sanitizer memcheck and racecheck on the pipeline,
-#   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8,
+# GPU proof for the CUDA ORB and SIFT backends, run on a machine with an NVIDIA GPU:
+#   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs and
+#      tests/cuda_sift.rs),
+#   2. compute-sanitizer memcheck and racecheck on both pipelines,
+#   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8;
+#      `orbsift bench --algo sift --backend cuda`, without and with upscaling, and
+#      without upscaling on 8 SMs,
 #   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
 #   5. the node's latency, image received -> Features published (benches/node_latency.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
-# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*` test binary and the
-# `node_latency-*` bench binary (`cargo bench --bench node_latency --no-run`).
+# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*` and `cuda_sift-*` test
+# binaries and the `node_latency-*` bench binary (`cargo bench --bench node_latency --no-run`).
 #
 # Usage: scripts/gpu-check.sh [BIN_DIR]   (default: build here with cargo)
 # Writes logs under $OUT when set, else under out/gpu-check.
@@ -21,12 +24,15 @@ if [[ -z "$bin_dir" ]]; then
     cargo build --release --bin orbsift || exit 1
     test_bin=$(cargo test --release --test cuda_orb --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_orb[^"]*\)".*/\1/p' | tail -n 1)
+    sift_test_bin=$(cargo test --release --test cuda_sift --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_sift[^"]*\)".*/\1/p' | tail -n 1)
     orbsift=target/release/orbsift
     cargo bench --bench node_latency --no-run || exit 1
     node_bench=$(ls -t target/release/deps/node_latency-* | grep -v '\.d$' | head -n 1)
 else
     orbsift="$bin_dir/orbsift"
     test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
+    sift_test_bin=$(ls "$bin_dir"/cuda_sift-* | head -n 1)
     node_bench=$(ls "$bin_dir"/node_latency-* | head -n 1)
 fi
 
@@ -65,6 +71,16 @@ bench=("$orbsift" bench --algo orb --backend cuda --iterations 200 "${images[@]}
 run bench "${bench[@]}"
 run bench_unified "${bench[@]}" --set memory=unified
 run bench_sm8 "${bench[@]}" --sm-limit 8
+
+run sift_parity "$sift_test_bin" --ignored --test-threads=1 --nocapture
+run sift_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
+run sift_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
+sift_bench=("$orbsift" bench --algo sift --backend cuda --iterations 200 "${images[@]}")
+run sift_bench "${sift_bench[@]}" --set sift.upscale=false
+run sift_bench_upscale "${sift_bench[@]}"
+run sift_bench_sm8 "${sift_bench[@]}" --set sift.upscale=false --sm-limit 8
 if command -v ncu >/dev/null; then
     # One 1920x1080 frame (graf1 resized by `bench`'s own resampling is not on disk:
     # `extract` upscales nothing, so the caller may pass a 1080p image as $NCU_IMAGE).
@@ -81,9 +97,13 @@ grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
 echo
 echo "| check | result |"
 echo "|---|---|"
-for name in parity memcheck racecheck bench bench_unified bench_sm8 ncu node_latency; do
+for name in parity memcheck racecheck bench bench_unified bench_sm8 \
+    sift_parity sift_memcheck sift_racecheck sift_bench sift_bench_upscale sift_bench_sm8 \
+    ncu node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
-grep -h "^BENCH" "$logs"/bench*.log
-[[ ${status[parity]} == rc=0* && ${status[memcheck]} == rc=0* && ${status[racecheck]} == rc=0* ]]
+grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log
+[[ ${status[parity]} == rc=0* && ${status[memcheck]} == rc=0* && ${status[racecheck]} == rc=0* &&
+    ${status[sift_parity]} == rc=0* && ${status[sift_memcheck]} == rc=0* &&
+    ${status[sift_racecheck]} == rc=0* ]]

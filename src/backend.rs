@@ -31,9 +31,11 @@ fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
             config.memory,
             None,
         )?)),
-        Algorithm::Sift => Err(Error::CudaUnavailable(
-            "the CUDA backend has no SIFT yet".into(),
-        )),
+        Algorithm::Sift => Ok(Box::new(crate::cuda::CudaSiftExtractor::new(
+            config.sift.clone(),
+            config.memory,
+            None,
+        )?)),
     }
 }
 

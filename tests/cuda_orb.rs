@@ -3,12 +3,14 @@
 //! scripts/gpu-check.sh; the backend-choice test runs everywhere.
 #![cfg(feature = "cuda")]
 
-use std::path::Path;
+mod common;
 
 use orbsift::config::{Backend, MemoryMode};
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
+
+use common::frames::{load, resized};
 
 const IMAGES: [&str; 5] = [
     "graf1.png",
@@ -18,25 +20,6 @@ const IMAGES: [&str; 5] = [
     "rubberwhale1.png",
 ];
 const SIZES: [(u32, u32); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
-
-fn load(name: &str) -> GrayImage {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    GrayImage::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// `image` resized to `width x height` (bilinear, by the `image` crate: test input only).
-fn resized(image: &GrayImage, (width, height): (u32, u32)) -> GrayImage {
-    let buffer = image::GrayImage::from_raw(
-        image.width() as u32,
-        image.height() as u32,
-        image.data().to_vec(),
-    )
-    .expect("buffer size");
-    let out = image::imageops::resize(&buffer, width, height, image::imageops::Triangle);
-    GrayImage::new(width as usize, height as usize, out.into_raw()).expect("resized image")
-}
 
 fn cpu(config: &OrbConfig, image: &GrayImage) -> Features {
     OrbExtractor::new(config.clone())

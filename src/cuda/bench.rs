@@ -1,17 +1,29 @@
 //! `orbsift bench --backend cuda`: GPU timings from events, medians over rotated inputs.
 
 use std::fmt;
+use std::time::Instant;
 
-use crate::config::{MemoryMode, OrbConfig};
-use crate::cuda::orb::CudaOrbExtractor;
-use crate::error::Result;
-use crate::extractor::Extractor;
+use crate::config::{MemoryMode, OrbConfig, SiftConfig};
+use crate::cuda::orb::{CudaOrbExtractor, FrameTiming};
+use crate::cuda::sift::CudaSiftExtractor;
+use crate::error::{Error, Result};
+use crate::extractor::{Extractor, Matcher};
 use crate::image::GrayImage;
+use crate::types::Features;
 
-/// One `BENCH` line. `match_ms_median` is the cost of fused matching against a
-/// resident train set of the same size: extraction with it minus extraction without.
+/// Matching runs timed per size for SIFT: at most this many, and no more once
+/// [`SIFT_MATCH_BUDGET_S`] seconds were spent (a CPU matcher takes seconds a run at
+/// 3840x2160), but at least [`SIFT_MATCH_MIN_RUNS`].
+const SIFT_MATCH_RUNS: usize = 20;
+const SIFT_MATCH_MIN_RUNS: usize = 3;
+const SIFT_MATCH_BUDGET_S: f64 = 1.0;
+
+/// One `BENCH` line. ORB: `match_ms_median` is the cost of fused matching against a
+/// resident train set of the same size (extraction with it minus extraction without).
+/// SIFT: the frame's descriptors matched against themselves by the configured matcher.
 #[derive(Clone, Debug)]
-pub struct OrbBench {
+pub struct GpuBench {
+    pub algo: &'static str,
     pub device: String,
     pub width: usize,
     pub height: usize,
@@ -22,11 +34,12 @@ pub struct OrbBench {
     pub match_ms_median: f64,
 }
 
-impl fmt::Display for OrbBench {
+impl fmt::Display for GpuBench {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "BENCH algo=orb backend=cuda device=\"{}\" size={}x{} features={} extract_ms_median={:.4} extract_ms_min={:.4} upload_ms_median={:.4} match_ms_median={:.4}",
+            "BENCH algo={} backend=cuda device=\"{}\" size={}x{} features={} extract_ms_median={:.4} extract_ms_min={:.4} upload_ms_median={:.4} match_ms_median={:.4}",
+            self.algo,
             self.device,
             self.width,
             self.height,
@@ -44,6 +57,48 @@ fn median(values: &mut [f64]) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// GPU-event timings of `iterations` frames rotating over `frames`, after `warmup`.
+struct Timings {
+    extract: Vec<f64>,
+    upload: Vec<f64>,
+    features: usize,
+}
+
+fn time_frames(
+    frames: &[GrayImage],
+    warmup: usize,
+    iterations: usize,
+    mut frame: impl FnMut(&GrayImage) -> Result<(Features, FrameTiming)>,
+) -> Result<Timings> {
+    let mut timings = Timings {
+        extract: Vec::new(),
+        upload: Vec::new(),
+        features: 0,
+    };
+    for i in 0..warmup + iterations {
+        let (f, t) = frame(&frames[i % frames.len()])?;
+        if i >= warmup {
+            timings.extract.push(f64::from(t.extract_ms));
+            timings.upload.push(f64::from(t.upload_ms));
+            timings.features = timings.features.max(f.len());
+        }
+    }
+    Ok(timings)
+}
+
+fn first_frame(frames: &[GrayImage]) -> Result<&GrayImage> {
+    frames
+        .first()
+        .ok_or_else(|| Error::InvalidImage("no frame to time".into()))
+}
+
+fn device_label(name: String, sm_limit: Option<u32>) -> String {
+    format!(
+        "{name}{}",
+        sm_limit.map_or(String::new(), |n| format!(" ({n} SMs)"))
+    )
+}
+
 /// Times `iterations` frames rotating over `frames` (all one size) after `warmup`
 /// frames, first alone, then with the first frame's descriptors as resident train set.
 pub fn bench_orb(
@@ -53,41 +108,72 @@ pub fn bench_orb(
     frames: &[GrayImage],
     warmup: usize,
     iterations: usize,
-) -> Result<OrbBench> {
+) -> Result<GpuBench> {
     let mut gpu = CudaOrbExtractor::new(config.clone(), memory, sm_limit)?;
-    let Some(first) = frames.first() else {
-        return Err(crate::error::Error::InvalidImage("no frame to time".into()));
+    let first = first_frame(frames)?;
+    let run = |gpu: &mut CudaOrbExtractor| {
+        time_frames(frames, warmup, iterations, |image| {
+            let f = gpu.extract(image)?;
+            Ok((f, gpu.last_timing()))
+        })
     };
-    let run = |gpu: &mut CudaOrbExtractor| -> Result<(Vec<f64>, Vec<f64>, usize)> {
-        let (mut extract, mut upload, mut features) = (Vec::new(), Vec::new(), 0);
-        for i in 0..warmup + iterations {
-            let f = gpu.extract(&frames[i % frames.len()])?;
-            if i >= warmup {
-                let t = gpu.last_timing();
-                extract.push(f64::from(t.extract_ms));
-                upload.push(f64::from(t.upload_ms));
-                features = features.max(f.len());
-            }
-        }
-        Ok((extract, upload, features))
-    };
-    let (mut extract, mut upload, features) = run(&mut gpu)?;
+    let mut alone = run(&mut gpu)?;
     let train = gpu.extract(first)?;
     gpu.set_train(Some(&train.descriptors))?;
-    let (mut fused, _, _) = run(&mut gpu)?;
-    let extract_ms_median = median(&mut extract);
-    Ok(OrbBench {
-        device: format!(
-            "{}{}",
-            gpu.device_name(),
-            sm_limit.map_or(String::new(), |n| format!(" ({n} SMs)"))
-        ),
+    let mut fused = run(&mut gpu)?;
+    let extract_ms_median = median(&mut alone.extract);
+    Ok(GpuBench {
+        algo: "orb",
+        device: device_label(gpu.device_name(), sm_limit),
         width: first.width(),
         height: first.height(),
-        features,
-        extract_ms_min: extract.first().copied().unwrap_or(f64::NAN),
+        features: alone.features,
+        extract_ms_min: alone.extract.first().copied().unwrap_or(f64::NAN),
         extract_ms_median,
-        upload_ms_median: median(&mut upload),
-        match_ms_median: (median(&mut fused) - extract_ms_median).max(0.0),
+        upload_ms_median: median(&mut alone.upload),
+        match_ms_median: (median(&mut fused.extract) - extract_ms_median).max(0.0),
+    })
+}
+
+/// Times SIFT extraction as [`bench_orb`] does, then `matcher` on the first frame's
+/// features against themselves (wall clock, up to [`SIFT_MATCH_RUNS`] runs).
+pub fn bench_sift(
+    config: &SiftConfig,
+    memory: MemoryMode,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    warmup: usize,
+    iterations: usize,
+    matcher: &mut dyn Matcher,
+) -> Result<GpuBench> {
+    let mut gpu = CudaSiftExtractor::new(config.clone(), memory, sm_limit)?;
+    let first = first_frame(frames)?;
+    let mut timed = time_frames(frames, warmup, iterations, |image| {
+        let f = gpu.extract(image)?;
+        Ok((f, gpu.last_timing()))
+    })?;
+    let features = gpu.extract(first)?;
+    matcher.match_features(&features, &features)?;
+    let mut matching = Vec::new();
+    let started = Instant::now();
+    while matching.len() < SIFT_MATCH_RUNS.min(iterations.max(1))
+        && (matching.len() < SIFT_MATCH_MIN_RUNS
+            || started.elapsed().as_secs_f64() < SIFT_MATCH_BUDGET_S)
+    {
+        let start = Instant::now();
+        matcher.match_features(&features, &features)?;
+        matching.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let extract_ms_median = median(&mut timed.extract);
+    Ok(GpuBench {
+        algo: "sift",
+        device: device_label(gpu.device_name(), sm_limit),
+        width: first.width(),
+        height: first.height(),
+        features: timed.features,
+        extract_ms_min: timed.extract.first().copied().unwrap_or(f64::NAN),
+        extract_ms_median,
+        upload_ms_median: median(&mut timed.upload),
+        match_ms_median: median(&mut matching),
     })
 }

@@ -13,6 +13,7 @@ pub mod matcher;
 pub mod memory;
 pub mod modules;
 pub mod orb;
+pub mod sift;
 
 pub use availability::{availability, driver_available};
 pub use compiler::{nvrtc_version, Arch};
@@ -20,3 +21,4 @@ pub use kernels_command::KernelsCommand;
 pub use matcher::{CudaHammingMatcher, CudaMatcher};
 pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};
 pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};
+pub use sift::CudaSiftExtractor;

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// One `.cu` file compiled as one CUDA module.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelModule {
-    /// Module name, also the cache file's prefix: `orb_*` or `match_*`.
+    /// Module name, also the cache file's prefix: `orb_*`, `sift_*` or `match_*`.
     pub name: &'static str,
     /// Path under `kernels/`, for messages.
     pub path: &'static str,
@@ -31,11 +31,14 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 4] = [
+pub const HEADERS: [(&str, &str); 7] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
     kernel_file!("common/hamming.cuh"),
+    kernel_file!("common/sift_octaves.cuh"),
+    kernel_file!("common/fast_atan2.cuh"),
+    kernel_file!("common/warp_reduce_by_key.cuh"),
 ];
 
 const fn module(
@@ -51,13 +54,24 @@ const fn module(
     }
 }
 
-/// Every module the backend loads. ORB modules must be bit-exact: no fast math.
-pub const MODULES: [KernelModule; 5] = [
+/// Every module the backend loads. ORB modules must be bit-exact, and SIFT modules
+/// round as the CPU reference does: no fast math.
+pub const MODULES: [KernelModule; 11] = [
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), false),
     module("orb_detect", kernel_file!("orb/detect.cu"), false),
     module("orb_select", kernel_file!("orb/select.cu"), false),
     module("orb_describe", kernel_file!("orb/describe.cu"), false),
     module("match_hamming", kernel_file!("match/hamming.cu"), true),
+    module("sift_pyramid", kernel_file!("sift/pyramid.cu"), false),
+    module("sift_extrema", kernel_file!("sift/extrema.cu"), false),
+    module("sift_refine", kernel_file!("sift/refine.cu"), false),
+    module(
+        "sift_orientation",
+        kernel_file!("sift/orientation.cu"),
+        false,
+    ),
+    module("sift_order", kernel_file!("sift/order.cu"), false),
+    module("sift_describe", kernel_file!("sift/describe.cu"), false),
 ];
 
 impl KernelModule {
@@ -181,7 +195,9 @@ mod tests {
     fn module_names_say_their_family() {
         for module in MODULES {
             assert!(
-                module.name.starts_with("orb_") || module.name.starts_with("match_"),
+                module.name.starts_with("orb_")
+                    || module.name.starts_with("sift_")
+                    || module.name.starts_with("match_"),
                 "{}",
                 module.name
             );

@@ -2,5 +2,6 @@
 // Each test crate compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod frames;
 pub mod invariance;
 pub mod peer;

@@ -68,7 +68,7 @@ pub fn run(
             .map(|source| resized(source, width, height))
             .collect::<Result<Vec<_>>>()?;
         let row = if backend == "cuda" {
-            gpu_row(config, sm_limit, &frames, iterations)?
+            gpu_row(config, sm_limit, &frames, iterations, matcher.as_mut())?
         } else {
             timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
         };
@@ -101,24 +101,32 @@ pub fn run(
     Ok(())
 }
 
-/// GPU-event timings of ORB on the CUDA backend: extraction from a frame already on
-/// the GPU, the upload of the u8 frame, and fused matching against a resident train
-/// set of the same size.
+/// GPU-event timings on the CUDA backend: extraction from a frame already on the
+/// GPU and the upload of the u8 frame; matching is ORB's fused matching against a
+/// resident train set of the same size, or for SIFT `matcher` on the frame's features.
 #[cfg(feature = "cuda")]
 fn gpu_row(
     config: &Config,
     sm_limit: Option<u32>,
     frames: &[GrayImage],
     iterations: usize,
+    matcher: &mut dyn Matcher,
 ) -> Result<Row> {
-    let timed = orbsift::cuda::bench::bench_orb(
-        &config.orb,
-        config.memory,
-        sm_limit,
-        frames,
-        GPU_WARM_UP_RUNS,
-        iterations,
-    )?;
+    use orbsift::config::Algorithm;
+    use orbsift::cuda::bench::{bench_orb, bench_sift};
+    let (warmup, memory) = (GPU_WARM_UP_RUNS, config.memory);
+    let timed = match config.algorithm {
+        Algorithm::Orb => bench_orb(&config.orb, memory, sm_limit, frames, warmup, iterations)?,
+        Algorithm::Sift => bench_sift(
+            &config.sift,
+            memory,
+            sm_limit,
+            frames,
+            warmup,
+            iterations,
+            matcher,
+        )?,
+    };
     Ok(Row {
         device: timed.device,
         width: timed.width,
@@ -134,7 +142,13 @@ fn gpu_row(
 
 /// Without the `cuda` feature no extractor names itself "cuda".
 #[cfg(not(feature = "cuda"))]
-fn gpu_row(_: &Config, _: Option<u32>, _: &[GrayImage], _: usize) -> Result<Row> {
+fn gpu_row(
+    _: &Config,
+    _: Option<u32>,
+    _: &[GrayImage],
+    _: usize,
+    _: &mut dyn Matcher,
+) -> Result<Row> {
     Err(Error::CudaUnavailable(
         "built without the `cuda` feature".into(),
     ))

@@ -108,13 +108,22 @@ pub fn layer_sigmas(sigma: f64, n_layers: usize) -> Vec<f64> {
     sigmas
 }
 
+/// The blur that takes the base image (the input, or its 2x upsampling, which doubles
+/// the camera's blur) from the assumed camera blur to `sigma`.
+pub fn base_blur_sigma(sigma: f64, upscale: bool) -> f64 {
+    let camera = if upscale {
+        2.0 * INITIAL_SIGMA
+    } else {
+        INITIAL_SIGMA
+    };
+    (sigma * sigma - camera * camera).max(0.01).sqrt()
+}
+
 /// The base image of octave 0.
 pub fn base_image(image: &GrayImage, sigma: f64, upscale: Upscale) -> Plane {
     let plane = Plane::from_gray(image);
+    let blur = base_blur_sigma(sigma, upscale.is_on());
     if upscale.is_on() {
-        let blur = (sigma * sigma - 4.0 * INITIAL_SIGMA * INITIAL_SIGMA)
-            .max(0.01)
-            .sqrt();
         let doubled = if upscale == Upscale::Precise {
             upsample_2x_precise(&plane)
         } else {
@@ -122,9 +131,6 @@ pub fn base_image(image: &GrayImage, sigma: f64, upscale: Upscale) -> Plane {
         };
         gaussian_blur(&doubled, blur)
     } else {
-        let blur = (sigma * sigma - INITIAL_SIGMA * INITIAL_SIGMA)
-            .max(0.01)
-            .sqrt();
         gaussian_blur(&plane, blur)
     }
 }

@@ -1,0 +1,27 @@
+// OpenCV's fastAtan2 (degrees in [0, 360]): a degree-7 odd polynomial for atan on
+// [0, 1]. Same constants and operation order as src/cpu/sift/fastmath.rs; modules
+// using it compile with --fmad=false so every rounding matches the CPU's.
+#pragma once
+
+__device__ __forceinline__ float fast_atan2_degrees(float y, float x) {
+    const float degrees = (float)(180.0 / 3.14159265358979323846);
+    const float p1 = 0.99978784f * degrees;
+    const float p3 = -0.3258084f * degrees;
+    const float p5 = 0.15557865f * degrees;
+    const float p7 = -0.044326555f * degrees;
+    const float eps = (float)2.220446049250313e-16;  // f64::EPSILON as f32, as OpenCV
+    float ax = fabsf(x), ay = fabsf(y);
+    float a, c, c2;
+    if (ax >= ay) {
+        c = ay / (ax + eps);
+        c2 = c * c;
+        a = (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
+    } else {
+        c = ax / (ay + eps);
+        c2 = c * c;
+        a = 90.f - (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
+    }
+    if (x < 0.f) a = 180.f - a;
+    if (y < 0.f) a = 360.f - a;
+    return a;
+}

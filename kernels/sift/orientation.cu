@@ -1,0 +1,103 @@
+// Dominant orientations (docs/sift-reference.md section 4): one block per refined
+// extremum, its warps taking every W-th strip of 32 neighbouring window pixels
+// (coalesced reads). Each strip's votes go into the warp's own 36-bin shared histogram
+// through the multi-key warp reduction (one writer per bin, no atomics); the warps'
+// histograms are added in warp order, so the sums are the same every run.
+// Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
+// the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
+#include "common/sift_octaves.cuh"
+#include "common/fast_atan2.cuh"
+#include "common/warp_append.cuh"
+#include "common/warp_reduce_by_key.cuh"
+
+#define BINS 36
+
+extern "C" __global__ void sift_orientation(
+    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
+    const unsigned int* __restrict__ extremum_count, int extremum_capacity,
+    const int* __restrict__ ext_col, const int* __restrict__ ext_row,
+    const int* __restrict__ ext_octave_layer, const float* __restrict__ ext_x,
+    const float* __restrict__ ext_y, const float* __restrict__ ext_scale,
+    const float* __restrict__ ext_response, unsigned int* keypoint_count, int capacity,
+    float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
+    float* __restrict__ kp_angle, float* __restrict__ kp_response,
+    int* __restrict__ kp_octave_layer) {
+    extern __shared__ float shared[];  // per warp: raw[BINS]; then smooth[BINS]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    float* raw = shared + warp * BINS;
+    float* smooth = shared + n_warps * BINS;
+    const int n = min(*extremum_count, (unsigned int)extremum_capacity);
+    for (int e = blockIdx.x; e < n; e += gridDim.x) {
+        const int packed = ext_octave_layer[e];
+        const SiftOctave oct = octaves[packed_octave(packed)];
+        const int w = oct.width, h = oct.height;
+        const float* image = pyramid + oct.gauss + packed_layer(packed) * w * h;
+        const int x = ext_col[e], y = ext_row[e];
+        const float scale = ext_scale[e];
+        const int radius = (int)rintf(1.5f * 3.f * scale);
+        const float sigma = 1.5f * scale;
+        const float exp_scale = -1.f / (2.f * sigma * sigma);
+        __syncthreads();  // warp 0 has finished with the previous extremum
+        for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
+        __syncwarp();
+        const int side = 2 * radius + 1, samples = side * side;
+        for (int base = warp * 32; base < samples; base += blockDim.x) {
+            const int k = base + lane;
+            const int i = k / side - radius, j = k % side - radius;
+            const int py = y + i, px = x + j;
+            int bin = -1;
+            float vote[1] = {0.f};
+            if (k < samples && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
+                const float* p = image + py * w + px;
+                float dx = __ldg(p + 1) - __ldg(p - 1);
+                float dy = __ldg(p - w) - __ldg(p + w);
+                float weight = expf((float)(i * i + j * j) * exp_scale);
+                float degrees = fast_atan2_degrees(dy, dx);
+                bin = (int)rintf(degrees * (float)BINS / 360.f);
+                bin = ((bin % BINS) + BINS) % BINS;
+                vote[0] = weight * sqrtf(dx * dx + dy * dy);
+            }
+            unsigned int peers = warp_reduce_by_key(bin, vote);
+            if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];
+            __syncwarp();
+        }
+        __syncthreads();
+        for (int b = threadIdx.x; b < BINS; b += blockDim.x) {
+            float sum = shared[b];
+            for (int w = 1; w < n_warps; ++w) sum += shared[w * BINS + b];
+            shared[b] = sum;
+        }
+        __syncthreads();
+        if (warp != 0) continue;
+        for (int b = lane; b < BINS; b += 32) {
+            auto at = [raw](int i) { return raw[(i + BINS) % BINS]; };
+            smooth[b] = (at(b - 2) + at(b + 2)) * (1.f / 16.f) + (at(b - 1) + at(b + 1)) * (4.f / 16.f) +
+                        at(b) * (6.f / 16.f);
+        }
+        __syncwarp();
+        float best = -3.402823466e38f;
+        for (int b = 0; b < BINS; ++b) best = fmaxf(best, smooth[b]);
+        const float threshold = best * 0.8f;
+        const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
+        for (int b = lane; b < BINS; b += 32) {
+            float left = smooth[(b + BINS - 1) % BINS], right = smooth[(b + 1) % BINS];
+            float v = smooth[b];
+            if (v > left && v > right && v >= threshold) {
+                float bin = (float)b + 0.5f * (left - right) / (left - 2.f * v + right);
+                if (bin < 0.f) bin += (float)BINS;
+                else if (bin >= (float)BINS) bin -= (float)BINS;
+                float angle = 360.f - 360.f / (float)BINS * bin;
+                if (fabsf(angle - 360.f) < 1.1920929e-7f || angle >= 360.f) angle = 0.f;
+                unsigned int slot = warp_append(keypoint_count, 0);
+                if (slot < (unsigned int)capacity) {
+                    kp_x[slot] = ext_x[e] * factor;
+                    kp_y[slot] = ext_y[e] * factor;
+                    kp_size[slot] = 2.f * scale * factor;
+                    kp_angle[slot] = angle;
+                    kp_response[slot] = ext_response[e];
+                    kp_octave_layer[slot] = packed;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+// The SIFT scale space (docs/sift-reference.md section 1): each launch makes one
+// Gaussian level of one or more octaves and, fused, its difference of Gaussians.
+//
+// A block blurs a 64x32 tile: it loads the tile and its halo of the level below
+// into shared memory (reflected borders), runs the horizontal pass over every row
+// of the halo, then the vertical pass, and writes the new level and `new - old`
+// with the old value still in shared memory, so the DoG never re-reads a Gaussian.
+// The pass order and the summation order of the taps are the CPU reference's, and
+// the module compiles without FMA contraction: the planes are the CPU's, bit for bit.
+//
+// Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked);
+// level 1 of a later octave reads every second pixel of level n of the octave before,
+// which is then never stored. Octaves overlap in time (octave o+1 starts once level n
+// of o exists), so one launch may carry a job of each of two octaves.
+#include "common/sift_octaves.cuh"
+
+#define TILE_W 64
+#define TILE_H 32
+#define BLUR_THREADS 256
+
+// Where a job's input level comes from.
+#define SOURCE_PLANE 0            // a float plane of the output's size
+#define SOURCE_PLANE_HALVED 1     // every second pixel of a float plane twice as large
+#define SOURCE_FRAME 2            // the u8 frame
+#define SOURCE_FRAME_UPSAMPLED 3  // the u8 frame, upsampled 2x bilinearly
+
+// Mirrors `BlurJob` in src/cuda/sift/plan.rs (repr(C), twelve i32).
+struct BlurJob {
+    int source;
+    int src_offset;              // first float of the source plane (plane sources)
+    int src_width, src_height;   // the source plane or frame
+    int width, height;           // the level made
+    int gauss_out;               // first float of the output level, -1: not stored
+    int dog_out;                 // first float of the DoG plane (output - input), -1: none
+    int taps;                    // first tap of the kernel in the tap table
+    int radius;
+    int tiles_x;
+    int tile_start;              // first tile of this job among the launch's tiles
+};
+
+// One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
+// `upsample_2x`): destination d samples (d + 0.5) / 2 - 0.5, replicated border.
+__device__ __forceinline__ void upsample_taps(int d, int n, int& i0, int& i1, float& frac) {
+    float f = ((float)d + 0.5f) * 0.5f - 0.5f;
+    float fl = floorf(f);
+    int i = (int)fl;
+    if (i < 0) {
+        i0 = 0; i1 = 0; frac = 0.f;
+    } else if (i >= n - 1) {
+        i0 = n - 1; i1 = n - 1; frac = 0.f;
+    } else {
+        i0 = i; i1 = i + 1; frac = f - fl;
+    }
+}
+
+__device__ __forceinline__ float source_value(
+    const BlurJob& job, const unsigned char* frame, const float* pyramid, int x, int y) {
+    switch (job.source) {
+    case SOURCE_PLANE:
+        return pyramid[job.src_offset + y * job.width + x];
+    case SOURCE_PLANE_HALVED:
+        return pyramid[job.src_offset + (2 * y) * job.src_width + 2 * x];
+    case SOURCE_FRAME:
+        return (float)frame[y * job.src_width + x];
+    default: {
+        int x0, x1, y0, y1;
+        float fx, fy;
+        upsample_taps(x, job.src_width, x0, x1, fx);
+        upsample_taps(y, job.src_height, y0, y1, fy);
+        const unsigned char* r0 = frame + y0 * job.src_width;
+        const unsigned char* r1 = frame + y1 * job.src_width;
+        float top = (float)r0[x0] * (1.f - fx) + (float)r0[x1] * fx;
+        float bottom = (float)r1[x0] * (1.f - fx) + (float)r1[x1] * fx;
+        return top * (1.f - fy) + bottom * fy;
+    }
+    }
+}
+
+// The two passes over one tile already in shared memory, for radii up to MAXR: each
+// thread keeps a window of RUN + 2 R inputs in registers and sums RUN outputs from it
+// (one shared load per input instead of 2 R per output). The window is placed so
+// that output q's centre is at index q + MAXR whatever R, so every register index
+// is known at compile time; taps past R are predicated off. Each output still sums
+// its taps in the CPU's order (centre, then k = 1..R).
+#define RUN 4
+
+template <int MAXR>
+__device__ __forceinline__ void sum_run(const float* __restrict__ w, int r, const float (&win)[RUN + 2 * MAXR],
+                                        float (&out)[RUN]) {
+    const float w0 = w[0];
+#pragma unroll
+    for (int q = 0; q < RUN; ++q) out[q] = w0 * win[q + MAXR];
+#pragma unroll
+    for (int k = 1; k <= MAXR; ++k) {
+        if (k <= r) {
+            const float wk = w[k];
+#pragma unroll
+            for (int q = 0; q < RUN; ++q) out[q] += wk * (win[q + MAXR - k] + win[q + MAXR + k]);
+        }
+    }
+}
+
+template <int MAXR>
+__device__ __forceinline__ void blur_tile(
+    const BlurJob& job, const float* __restrict__ w, const float* input, int stride,
+    float* rows, float* pyramid, int x0, int y0) {
+    const int r = job.radius, span_rows = TILE_H + 2 * r;
+    // Horizontal: item = (run of RUN columns, row); consecutive lanes take
+    // consecutive rows (odd stride: no bank conflicts).
+    for (int item = threadIdx.x; item < span_rows * (TILE_W / RUN); item += blockDim.x) {
+        const int row = item % span_rows, seg = item / span_rows;
+        const int base = row * stride + seg * RUN - (MAXR - r);
+        float win[RUN + 2 * MAXR], out[RUN];
+#pragma unroll
+        for (int t = 0; t < RUN + 2 * MAXR; ++t)
+            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = input[base + t];
+        sum_run<MAXR>(w, r, win, out);
+#pragma unroll
+        for (int q = 0; q < RUN; ++q) rows[row * TILE_W + seg * RUN + q] = out[q];
+    }
+    __syncthreads();
+    // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
+    for (int item = threadIdx.x; item < TILE_W * (TILE_H / RUN); item += blockDim.x) {
+        const int c = item % TILE_W, block = item / TILE_W;
+        const int base = (block * RUN - (MAXR - r)) * TILE_W + c;
+        float win[RUN + 2 * MAXR], out[RUN];
+#pragma unroll
+        for (int t = 0; t < RUN + 2 * MAXR; ++t)
+            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * TILE_W];
+        sum_run<MAXR>(w, r, win, out);
+        const int x = x0 + c;
+#pragma unroll
+        for (int q = 0; q < RUN; ++q) {
+            const int y = y0 + block * RUN + q;
+            if (x < job.width && y < job.height) {
+                int at = y * job.width + x;
+                if (job.gauss_out >= 0) pyramid[job.gauss_out + at] = out[q];
+                if (job.dog_out >= 0)
+                    pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
+            }
+        }
+    }
+}
+
+// One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
+// for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
+// largest radius of the pipeline (`max_radius`), rows padded to an odd stride, and
+// the horizontal pass.
+template <int MAXR>
+__device__ __forceinline__ void blur_dog_stage(
+    const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
+    const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
+    extern __shared__ float shared[];
+    float* input = shared;
+    float* rows = shared + (TILE_H + 2 * max_radius) * ((TILE_W + 2 * max_radius) | 1);
+    for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
+        int j = 0;
+        while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
+        const BlurJob job = jobs[j];
+        const int r = job.radius;
+        const int span_x = TILE_W + 2 * r, span_y = TILE_H + 2 * r, stride = span_x | 1;
+        const int tile = t - job.tile_start;
+        const int x0 = (tile % job.tiles_x) * TILE_W, y0 = (tile / job.tiles_x) * TILE_H;
+        const bool inside = x0 >= r && y0 >= r && x0 + TILE_W + r <= job.width &&
+                            y0 + TILE_H + r <= job.height;
+        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
+            int ry = k / span_x, rx = k - ry * span_x;
+            int y = y0 + ry - r, x = x0 + rx - r;
+            if (!inside) {
+                y = reflect101_repeated(y, job.height);
+                x = reflect101_repeated(x, job.width);
+            }
+            input[ry * stride + rx] = source_value(job, frame, pyramid, x, y);
+        }
+        __syncthreads();
+        const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
+        blur_tile<MAXR>(job, w, input, stride, rows, pyramid, x0, y0);
+        __syncthreads();  // the next tile reuses the shared arrays
+    }
+}
+
+// One kernel per window size, so each keeps only the registers its radius needs
+// (and as many blocks per SM as fit without spilling); the host launches, per stage,
+// the smallest that holds the stage's largest radius.
+#define BLUR_DOG_KERNEL(MAXR, MIN_BLOCKS)                                                       \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) sift_blur_dog_r##MAXR( \
+        const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
+        const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
+        blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
+    }
+BLUR_DOG_KERNEL(8, 3)
+BLUR_DOG_KERNEL(16, 2)
+BLUR_DOG_KERNEL(32, 1)

@@ -1,0 +1,218 @@
+//! The per-frame launch sequence (everything between upload and downloads), queued
+//! on the pipeline's stream: captured once per image size into a CUDA graph.
+
+use cudarc::driver::{result, CudaStream, PushKernelArg};
+
+use crate::config::SiftConfig;
+use crate::cpu::sift::extrema::prefilter_threshold;
+use crate::cuda::sift::plan::{BlurJob, Plan};
+use crate::cuda::sift::shapes::Kernels;
+use crate::error::Result;
+
+pub fn enqueue(
+    stream: &CudaStream,
+    kernels: &Kernels,
+    config: &SiftConfig,
+    plan: &Plan,
+    max_radius: i32,
+) -> Result<()> {
+    let k = kernels;
+    let n_layers = config.n_octave_layers as i32;
+    let first_octave = if config.upscale { -1i32 } else { 0 };
+    let n_octaves = plan.octaves.len() as i32;
+    let threshold = prefilter_threshold(config.contrast_threshold, n_layers as usize);
+    let contrast = config.contrast_threshold as f32;
+    let edge = config.edge_threshold as f32;
+    let sigma = config.sigma as f32;
+    // The budget: `max_features`, or the keypoint capacity when unlimited.
+    let max_features = plan.output_capacity as i32;
+    let cand_capacity = plan.candidate_capacity as i32;
+    let kp_capacity = plan.keypoint_capacity as i32;
+    let counters = plan.counters.ptr;
+    let (candidate_count, extremum_count, keypoint_count, duplicate_count) =
+        (counters, counters + 4, counters + 8, counters + 12);
+    let kp = plan.keypoint_capacity as u64 * 4;
+    let (less, equal_before, stronger) =
+        (plan.ranks.ptr, plan.ranks.ptr + kp, plan.ranks.ptr + 2 * kp);
+    let [cand_x, cand_y, cand_ol] = &plan.candidates;
+    let [ext_col, ext_row, ext_ol, ext_x, ext_y, ext_scale, ext_response] = &plan.extrema;
+    let [kp_x, kp_y, kp_size, kp_angle, kp_response, kp_ol] = &plan.keypoints;
+    let [out_x, out_y, out_size, out_angle, out_response, out_octave] = &plan.outputs;
+    let per_item = |threads: u32, items: usize| (items as u32).div_ceil(threads);
+
+    // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
+    unsafe {
+        result::memset_d8_async(counters, 0, plan.counters.bytes, stream.cu_stream())?;
+        result::memset_d8_async(plan.ranks.ptr, 0, plan.ranks.bytes, stream.cu_stream())?;
+    }
+    // SAFETY (every launch below): the arguments match the kernel's parameter list in
+    // kernels/sift/*.cu in order and type (device pointers as u64, i32, f32); every
+    // pointer is a live buffer of this plan, sized by the capacities the kernels are
+    // given, and the tables (octaves, jobs, taps) were built for this plan's size.
+    unsafe {
+        for stage in &plan.stages {
+            let jobs = plan.jobs.ptr + (stage.first_job * std::mem::size_of::<BlurJob>()) as u64;
+            let tiles = stage.tiles as i32;
+            let blur = k.blur_for(stage.max_radius);
+            stream
+                .launch_builder(&blur.function)
+                .arg(&jobs)
+                .arg(&stage.n_jobs)
+                .arg(&tiles)
+                .arg(&max_radius)
+                .arg(&plan.frame.ptr)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.taps.ptr)
+                .launch(blur.config(stage.tiles))?;
+        }
+        stream
+            .launch_builder(&k.extrema.function)
+            .arg(&plan.pyramid.ptr)
+            .arg(&plan.octave_table.ptr)
+            .arg(&n_octaves)
+            .arg(&n_layers)
+            .arg(&threshold)
+            .arg(&plan.total_pixels)
+            .arg(&candidate_count)
+            .arg(&cand_capacity)
+            .arg(&cand_x.ptr)
+            .arg(&cand_y.ptr)
+            .arg(&cand_ol.ptr)
+            .launch(
+                k.extrema
+                    .config(per_item(k.extrema.threads, plan.total_pixels as usize)),
+            )?;
+        stream
+            .launch_builder(&k.refine.function)
+            .arg(&plan.pyramid.ptr)
+            .arg(&plan.octave_table.ptr)
+            .arg(&n_layers)
+            .arg(&contrast)
+            .arg(&edge)
+            .arg(&sigma)
+            .arg(&candidate_count)
+            .arg(&cand_capacity)
+            .arg(&cand_x.ptr)
+            .arg(&cand_y.ptr)
+            .arg(&cand_ol.ptr)
+            .arg(&extremum_count)
+            .arg(&kp_capacity)
+            .arg(&ext_col.ptr)
+            .arg(&ext_row.ptr)
+            .arg(&ext_ol.ptr)
+            .arg(&ext_x.ptr)
+            .arg(&ext_y.ptr)
+            .arg(&ext_scale.ptr)
+            .arg(&ext_response.ptr)
+            .launch(k.refine.persistent())?;
+        stream
+            .launch_builder(&k.orientation.function)
+            .arg(&plan.pyramid.ptr)
+            .arg(&plan.octave_table.ptr)
+            .arg(&first_octave)
+            .arg(&extremum_count)
+            .arg(&kp_capacity)
+            .arg(&ext_col.ptr)
+            .arg(&ext_row.ptr)
+            .arg(&ext_ol.ptr)
+            .arg(&ext_x.ptr)
+            .arg(&ext_y.ptr)
+            .arg(&ext_scale.ptr)
+            .arg(&ext_response.ptr)
+            .arg(&keypoint_count)
+            .arg(&kp_capacity)
+            .arg(&kp_x.ptr)
+            .arg(&kp_y.ptr)
+            .arg(&kp_size.ptr)
+            .arg(&kp_angle.ptr)
+            .arg(&kp_response.ptr)
+            .arg(&kp_ol.ptr)
+            .launch(k.orientation.persistent())?;
+        stream
+            .launch_builder(&k.rank_keys.function)
+            .arg(&keypoint_count)
+            .arg(&kp_capacity)
+            .arg(&kp_x.ptr)
+            .arg(&kp_y.ptr)
+            .arg(&kp_size.ptr)
+            .arg(&kp_angle.ptr)
+            .arg(&less)
+            .arg(&equal_before)
+            .launch(k.rank_keys.persistent())?;
+        stream
+            .launch_builder(&k.list_duplicates.function)
+            .arg(&keypoint_count)
+            .arg(&kp_capacity)
+            .arg(&equal_before)
+            .arg(&duplicate_count)
+            .arg(&plan.duplicates.ptr)
+            .launch(k.list_duplicates.persistent())?;
+        stream
+            .launch_builder(&k.unique_positions.function)
+            .arg(&keypoint_count)
+            .arg(&kp_capacity)
+            .arg(&kp_x.ptr)
+            .arg(&kp_y.ptr)
+            .arg(&kp_size.ptr)
+            .arg(&kp_angle.ptr)
+            .arg(&less)
+            .arg(&equal_before)
+            .arg(&duplicate_count)
+            .arg(&plan.duplicates.ptr)
+            .arg(&plan.position.ptr)
+            .launch(k.unique_positions.persistent())?;
+        if config.max_features > 0 {
+            stream
+                .launch_builder(&k.rank_responses.function)
+                .arg(&keypoint_count)
+                .arg(&kp_capacity)
+                .arg(&duplicate_count)
+                .arg(&max_features)
+                .arg(&kp_response.ptr)
+                .arg(&plan.position.ptr)
+                .arg(&stronger)
+                .launch(k.rank_responses.persistent())?;
+        }
+        stream
+            .launch_builder(&k.place.function)
+            .arg(&keypoint_count)
+            .arg(&kp_capacity)
+            .arg(&duplicate_count)
+            .arg(&max_features)
+            .arg(&first_octave)
+            .arg(&kp_x.ptr)
+            .arg(&kp_y.ptr)
+            .arg(&kp_size.ptr)
+            .arg(&kp_angle.ptr)
+            .arg(&kp_response.ptr)
+            .arg(&kp_ol.ptr)
+            .arg(&plan.position.ptr)
+            .arg(&stronger)
+            .arg(&counters)
+            .arg(&plan.summary.ptr)
+            .arg(&out_x.ptr)
+            .arg(&out_y.ptr)
+            .arg(&out_size.ptr)
+            .arg(&out_angle.ptr)
+            .arg(&out_response.ptr)
+            .arg(&out_octave.ptr)
+            .arg(&plan.out_octave_layer.ptr)
+            .launch(k.place.persistent())?;
+        let root_sift = i32::from(config.root_sift);
+        stream
+            .launch_builder(&k.describe.function)
+            .arg(&plan.pyramid.ptr)
+            .arg(&plan.octave_table.ptr)
+            .arg(&first_octave)
+            .arg(&root_sift)
+            .arg(&plan.summary.ptr)
+            .arg(&out_x.ptr)
+            .arg(&out_y.ptr)
+            .arg(&out_size.ptr)
+            .arg(&out_angle.ptr)
+            .arg(&plan.out_octave_layer.ptr)
+            .arg(&plan.descriptors.ptr)
+            .launch(k.describe.persistent())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! SIFT on the GPU: the launch sequence of `kernels/sift/*.cu` for one image size,
+//! reproducing the CPU reference (docs/sift-reference.md) within float tolerance.
+//!
+//! Per frame: the upload, one CUDA graph (scale space, extrema, refinement,
+//! orientation, order and budget, description), and the downloads. Keypoint order
+//! and the `max_features` budget are decided on the GPU; the host only learns how
+//! many keypoints came out. In unified memory (Jetson) that is one synchronisation;
+//! with device memory a second one follows the downloads sized by that count.
+
+mod launch;
+mod plan;
+mod shapes;
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaEvent, CudaGraph};
+
+use crate::config::{MemoryMode, SiftConfig};
+use crate::cuda::gpu::Gpu;
+use crate::cuda::orb::FrameTiming;
+use crate::error::{Error, Result};
+use crate::extractor::Extractor;
+use crate::image::GrayImage;
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
+
+use plan::{Plan, Taps, DESCRIPTOR_BYTES, SUMMARY_WORDS};
+use shapes::Kernels;
+
+/// The captured per-frame kernels of one plan.
+struct FrameGraph(CudaGraph);
+
+// SAFETY: the graph is launched only through the extractor that owns it (`&mut self`),
+// after binding its context to the calling thread; CUDA graph execs are not tied to
+// the thread that instantiated them.
+unsafe impl Send for FrameGraph {}
+
+/// SIFT on one GPU (docs/sift-reference.md; parity with the CPU reference within
+/// the tolerances of tests/cuda_sift.rs).
+pub struct CudaSiftExtractor {
+    config: SiftConfig,
+    gpu: Gpu,
+    unified: bool,
+    use_graph: bool,
+    kernels: Kernels,
+    taps: Taps,
+    plan: Option<Plan>,
+    graph: Option<FrameGraph>,
+    last_timing: FrameTiming,
+    /// Upload start, upload end = extraction start, extraction end.
+    events: [CudaEvent; 3],
+}
+
+impl CudaSiftExtractor {
+    /// Opens GPU 0. `sm_limit` sizes every grid to that many SMs (Jetson-class runs).
+    pub fn new(config: SiftConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
+        config.validate()?;
+        if config.upscale && config.precise_upscale {
+            return Err(Error::CudaUnavailable(
+                "the CUDA SIFT has OpenCV's default upscale only: set sift.precise_upscale=false \
+                 or use the CPU backend"
+                    .into(),
+            ));
+        }
+        let taps = Taps::new(&config)?;
+        let gpu = Gpu::open(0)?;
+        let unified = match memory {
+            MemoryMode::Auto => gpu.integrated,
+            MemoryMode::Unified => true,
+            MemoryMode::Device => false,
+        };
+        let kernels = Kernels::load(&gpu, sm_limit, taps.blur_shared_bytes())?;
+        log::info!(
+            "CUDA SIFT on {} ({}, {} SMs{}), {} memory",
+            gpu.name,
+            gpu.arch,
+            gpu.sm_count,
+            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
+            if unified { "unified" } else { "device" }
+        );
+        let timing_event = || {
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        };
+        let events = [timing_event()?, timing_event()?, timing_event()?];
+        Ok(Self {
+            events,
+            config,
+            gpu,
+            unified,
+            use_graph: std::env::var_os("ORBSIFT_NO_GRAPH").is_none(),
+            kernels,
+            taps,
+            plan: None,
+            graph: None,
+            last_timing: FrameTiming::default(),
+        })
+    }
+
+    pub fn is_unified(&self) -> bool {
+        self.unified
+    }
+
+    pub fn last_timing(&self) -> FrameTiming {
+        self.last_timing
+    }
+
+    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
+        if self
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.width == width && p.height == height)
+        {
+            return Ok(());
+        }
+        self.graph = None;
+        self.plan = None; // frees the old buffers first
+        let plan = Plan::new(
+            &self.gpu.ctx,
+            &self.config,
+            &self.taps,
+            width,
+            height,
+            self.unified,
+        )?;
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn enqueue(&self, plan: &Plan) -> Result<()> {
+        launch::enqueue(
+            &self.gpu.stream,
+            &self.kernels,
+            &self.config,
+            plan,
+            self.taps.max_radius as i32,
+        )
+    }
+
+    /// Captures the per-frame kernels into a graph once per size; falls back to
+    /// plain launches (one log line) where capture is refused.
+    fn run_frame_kernels(&mut self) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(());
+        };
+        if self.use_graph && self.graph.is_none() {
+            let stream = &self.gpu.stream;
+            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+            let queued = self.enqueue(plan);
+            let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+            match (queued, captured) {
+                (Ok(()), Ok(Some(graph))) => self.graph = Some(FrameGraph(graph)),
+                (queued, captured) => {
+                    log::info!(
+                        "CUDA graph capture unavailable ({:?} / {:?}): launching kernels one by one",
+                        queued.err(),
+                        captured.err()
+                    );
+                    self.use_graph = false;
+                }
+            }
+        }
+        match (&self.graph, self.plan.as_ref()) {
+            (Some(graph), _) => Ok(graph.0.launch()?),
+            (None, Some(plan)) => self.enqueue(plan),
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Uploads, runs and downloads the frame; returns the summary words (kept
+    /// keypoints, then the raw candidate, extremum, keypoint and duplicate counts).
+    fn run(&mut self, image: &GrayImage) -> Result<[u32; SUMMARY_WORDS]> {
+        self.gpu.ctx.bind_to_thread()?;
+        self.prepare(image.width(), image.height())?;
+        let stream = self.gpu.stream.clone();
+        {
+            let Some(plan) = self.plan.as_mut() else {
+                return Ok([0; SUMMARY_WORDS]);
+            };
+            plan.frame.host.as_mut_slice().copy_from_slice(image.data());
+            self.events[0].record(&stream)?;
+            plan.frame.upload_async(&stream)?;
+            self.events[1].record(&stream)?;
+        }
+        self.run_frame_kernels()?;
+        self.events[2].record(&stream)?;
+        let Some(plan) = self.plan.as_mut() else {
+            return Ok([0; SUMMARY_WORDS]);
+        };
+        plan.summary.download_async(SUMMARY_WORDS * 4, &stream)?;
+        stream.synchronize()?;
+        let words = plan.summary.host.as_slice();
+        let summary: [u32; SUMMARY_WORDS] = std::array::from_fn(|i| {
+            u32::from_le_bytes([
+                words[4 * i],
+                words[4 * i + 1],
+                words[4 * i + 2],
+                words[4 * i + 3],
+            ])
+        });
+        let kept = (summary[0] as usize).min(plan.output_capacity);
+        if !self.unified && kept > 0 {
+            for output in plan.outputs.iter_mut() {
+                output.download_async(kept * 4, &stream)?;
+            }
+            plan.descriptors
+                .download_async(kept * DESCRIPTOR_BYTES, &stream)?;
+            stream.synchronize()?;
+        }
+        let events = &self.events;
+        self.last_timing = FrameTiming {
+            upload_ms: events[0].elapsed_ms(&events[1])?,
+            extract_ms: events[1].elapsed_ms(&events[2])?,
+        };
+        let cut = [
+            ("candidates", summary[1] as usize, plan.candidate_capacity),
+            ("extrema", summary[2] as usize, plan.keypoint_capacity),
+            ("keypoints", summary[3] as usize, plan.keypoint_capacity),
+        ];
+        for (what, count, capacity) in cut {
+            if count > capacity {
+                log::warn!(
+                    "CUDA SIFT: {count} {what} in a {}x{} frame, more than the {capacity} kept",
+                    plan.width,
+                    plan.height
+                );
+            }
+        }
+        Ok(summary)
+    }
+
+    fn collect(&self, kept: usize, width: usize, height: usize) -> Features {
+        let empty = || Features {
+            width,
+            height,
+            keypoints: Keypoints::default(),
+            descriptors: Descriptors {
+                kind: DescriptorKind::Sift128U8,
+                data: Vec::new(),
+            },
+        };
+        let Some(plan) = self.plan.as_ref() else {
+            return empty();
+        };
+        let kept = kept.min(plan.output_capacity);
+        let floats = |i: usize| -> Vec<f32> {
+            plan.outputs[i].host.as_slice()[..kept * 4]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        };
+        let octave = plan.outputs[5].host.as_slice()[..kept * 4]
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Features {
+            width,
+            height,
+            keypoints: Keypoints {
+                x: floats(0),
+                y: floats(1),
+                size: floats(2),
+                angle: floats(3),
+                response: floats(4),
+                octave,
+            },
+            descriptors: Descriptors {
+                kind: DescriptorKind::Sift128U8,
+                data: plan.descriptors.host.as_slice()[..kept * DESCRIPTOR_BYTES].to_vec(),
+            },
+        }
+    }
+}
+
+impl Extractor for CudaSiftExtractor {
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        if image.width() > 0xffff || image.height() > 0xffff {
+            return Err(Error::InvalidImage(format!(
+                "{}x{} is larger than the CUDA backend's 65535 pixels a side",
+                image.width(),
+                image.height()
+            )));
+        }
+        let summary = self.run(image)?;
+        Ok(self.collect(summary[0] as usize, image.width(), image.height()))
+    }
+
+    fn backend_name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device_name(&self) -> String {
+        self.gpu.name.clone()
+    }
+}

@@ -1,0 +1,462 @@
+//! The scale-space geometry, blur schedule and buffers of one image size.
+//!
+//! Octave sizes, layer blurs and Gaussian taps come from the CPU reference's builders
+//! (`cpu::sift::pyramid`), so both backends build the same scale space.
+
+use std::mem::size_of;
+
+use crate::config::SiftConfig;
+use crate::cpu::sift::pyramid::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
+use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::error::{Error, Result};
+use cudarc::driver::CudaContext;
+use std::sync::Arc;
+
+/// `SIFT_MAX_OCTAVES` of kernels/common/sift_octaves.cuh.
+pub const MAX_OCTAVES: usize = 32;
+/// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
+pub const MAX_RADIUS: usize = 32;
+/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu.
+pub const TILE_W: usize = 64;
+pub const TILE_H: usize = 32;
+pub const DESCRIPTOR_BYTES: usize = 128;
+
+/// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiftOctave {
+    pub width: i32,
+    pub height: i32,
+    pub gauss: i32,
+    pub dog: i32,
+    pub pixel_start: i32,
+}
+
+/// Mirrors `BlurJob` in kernels/sift/pyramid.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlurJob {
+    source: i32,
+    src_offset: i32,
+    src_width: i32,
+    src_height: i32,
+    width: i32,
+    height: i32,
+    gauss_out: i32,
+    dog_out: i32,
+    taps: i32,
+    radius: i32,
+    tiles_x: i32,
+    tile_start: i32,
+}
+
+const SOURCE_PLANE: i32 = 0;
+const SOURCE_PLANE_HALVED: i32 = 1;
+const SOURCE_FRAME: i32 = 2;
+const SOURCE_FRAME_UPSAMPLED: i32 = 3;
+
+/// One launch of the blur kernel: `n_jobs` jobs from `first_job` of the job table.
+#[derive(Clone, Copy, Debug)]
+pub struct BlurStage {
+    pub first_job: usize,
+    pub n_jobs: i32,
+    pub tiles: u32,
+    /// The widest of its jobs' kernels: picks the blur kernel's register window.
+    pub max_radius: usize,
+}
+
+pub fn to_i32(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+}
+
+/// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
+pub struct Taps {
+    pub values: Vec<f32>,
+    /// (first tap, radius) of the base blur and of each layer's blur.
+    pub base: (usize, usize),
+    pub layers: Vec<(usize, usize)>,
+    pub max_radius: usize,
+}
+
+impl Taps {
+    pub fn new(config: &SiftConfig) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let base_sigma = base_blur_sigma(config.sigma, config.upscale);
+        let mut values = Vec::new();
+        let mut add = |sigma: f64| {
+            let kernel = gaussian_kernel(sigma);
+            let entry = (values.len(), kernel.len() / 2);
+            values.extend(kernel);
+            entry
+        };
+        let base = add(base_sigma);
+        let layers: Vec<_> = layer_sigmas(config.sigma, n)[1..]
+            .iter()
+            .map(|&s| add(s))
+            .collect();
+        let max_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
+        if max_radius > MAX_RADIUS {
+            return Err(Error::InvalidParameter {
+                name: "sift.sigma".into(),
+                reason: format!(
+                    "the CUDA backend blurs with radii up to {MAX_RADIUS} px; sigma {} with {n} \
+                     layers per octave needs {max_radius}",
+                    config.sigma
+                ),
+            });
+        }
+        Ok(Self {
+            values,
+            base,
+            layers,
+            max_radius,
+        })
+    }
+
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo (rows
+    /// padded to an odd stride) and the horizontal pass's rows.
+    pub fn blur_shared_bytes(&self) -> u32 {
+        let rows = TILE_H + 2 * self.max_radius;
+        let stride = (TILE_W + 2 * self.max_radius) | 1;
+        ((rows * stride + rows * TILE_W) * size_of::<f32>()) as u32
+    }
+}
+
+/// Tables and buffers of one image size.
+pub struct Plan {
+    pub width: usize,
+    pub height: usize,
+    pub octaves: Vec<SiftOctave>,
+    pub stages: Vec<BlurStage>,
+    pub total_pixels: i32,
+    pub candidate_capacity: usize,
+    pub keypoint_capacity: usize,
+    /// Keypoints the frame can return: `max_features`, or `keypoint_capacity`.
+    pub output_capacity: usize,
+    pub octave_table: DeviceBuffer,
+    pub jobs: DeviceBuffer,
+    pub taps: DeviceBuffer,
+    pub frame: Staged,
+    pub pyramid: DeviceBuffer,
+    /// candidates, extrema, keypoints, duplicates: zeroed each frame.
+    pub counters: DeviceBuffer,
+    pub candidates: [DeviceBuffer; 3],
+    pub extrema: [DeviceBuffer; 7],
+    pub keypoints: [DeviceBuffer; 6],
+    /// less, equal_before, stronger: zeroed each frame.
+    pub ranks: DeviceBuffer,
+    pub duplicates: DeviceBuffer,
+    pub position: DeviceBuffer,
+    /// out_count and the four raw counters, written by `sift_place`.
+    pub summary: Staged,
+    /// x, y, size, angle, response (f32), octave (i32).
+    pub outputs: [Staged; 6],
+    pub out_octave_layer: DeviceBuffer,
+    pub descriptors: Staged,
+}
+
+/// `SUMMARY_*`: the entries of [`Plan::summary`].
+pub const SUMMARY_WORDS: usize = 5;
+
+impl Plan {
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        config: &SiftConfig,
+        taps: &Taps,
+        width: usize,
+        height: usize,
+        unified: bool,
+    ) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let scale = if config.upscale { 2 } else { 1 };
+        let (base_w, base_h) = (width * scale, height * scale);
+        let (octaves, floats, pixels) = octave_table(width, height, config)?;
+        let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
+
+        let input_pixels = width * height;
+        let keypoint_capacity = (input_pixels / 32).max(4096);
+        let candidate_capacity = (base_w * base_h / 4).max(keypoint_capacity);
+        let output_capacity = match config.max_features {
+            0 => keypoint_capacity,
+            m => (m as usize).min(keypoint_capacity),
+        };
+        let buffer = |bytes: usize| DeviceBuffer::new(ctx, bytes);
+        let words = |count: usize| buffer(count * 4);
+        let staged = |bytes: usize| Staged::new(ctx, bytes, unified);
+        let (cand, kp, out) = (candidate_capacity, keypoint_capacity, output_capacity);
+        Ok(Self {
+            width,
+            height,
+            stages,
+            total_pixels: to_i32(pixels, "scale space size")?,
+            candidate_capacity,
+            keypoint_capacity,
+            output_capacity,
+            octave_table: DeviceBuffer::from_slice(ctx, &octaves)?,
+            octaves,
+            jobs: DeviceBuffer::from_slice(ctx, &jobs)?,
+            taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
+            frame: staged(input_pixels)?,
+            pyramid: buffer(floats.max(1) * size_of::<f32>())?,
+            counters: words(4)?,
+            candidates: [words(cand)?, words(cand)?, words(cand)?],
+            extrema: [
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+            ],
+            keypoints: [
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+                words(kp)?,
+            ],
+            ranks: words(3 * kp)?,
+            duplicates: words(kp)?,
+            position: words(kp)?,
+            summary: staged(SUMMARY_WORDS * 4)?,
+            outputs: [
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+                staged(out * 4)?,
+            ],
+            out_octave_layer: words(out)?,
+            descriptors: staged(out * DESCRIPTOR_BYTES)?,
+        })
+    }
+}
+
+/// The octaves of a `width` x `height` frame, with the float count of the scale space
+/// (Gaussian levels, then DoG planes, per octave) and the pixel count of all octaves.
+fn octave_table(
+    width: usize,
+    height: usize,
+    config: &SiftConfig,
+) -> Result<(Vec<SiftOctave>, usize, usize)> {
+    let levels = config.n_octave_layers as usize + 3;
+    let scale = if config.upscale { 2 } else { 1 };
+    let (mut w, mut h) = (width * scale, height * scale);
+    let mut octaves = Vec::new();
+    let (mut floats, mut pixels) = (0usize, 0usize);
+    for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
+        if o > 0 {
+            // As the CPU reference: stop before an octave whose source is under 2x2.
+            if w < 2 || h < 2 {
+                break;
+            }
+            (w, h) = (w / 2, h / 2);
+        }
+        let plane = w * h;
+        octaves.push(SiftOctave {
+            width: to_i32(w, "octave width")?,
+            height: to_i32(h, "octave height")?,
+            gauss: to_i32(floats, "scale space size")?,
+            dog: to_i32(floats + levels * plane, "scale space size")?,
+            pixel_start: to_i32(pixels, "scale space size")?,
+        });
+        floats += (2 * levels - 1) * plane;
+        pixels += plane;
+    }
+    to_i32(floats, "scale space size")?;
+    to_i32(pixels, "scale space size")?;
+    Ok((octaves, floats, pixels))
+}
+
+/// The blur jobs and their launches. Level `l` of octave `o` can run once level
+/// `l - 1` exists, and level 1 of octave `o + 1` once level `n` of octave `o` does:
+/// job (o, l) goes to stage `n o + l` (stage 0: the base image), so the launches of
+/// consecutive octaves overlap.
+fn blur_schedule(
+    octaves: &[SiftOctave],
+    taps: &Taps,
+    n: usize,
+    width: usize,
+    height: usize,
+    upscale: bool,
+) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
+    let levels = n + 3;
+    let tiles_across = |o: &SiftOctave| (o.width as usize).div_ceil(TILE_W);
+    let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
+    let mut put = |stage: usize, job: BlurJob| {
+        if by_stage.len() <= stage {
+            by_stage.resize(stage + 1, Vec::new());
+        }
+        by_stage[stage].push(job);
+    };
+    let Some(first) = octaves.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let tiles_x = tiles_across(first);
+    put(
+        0,
+        BlurJob {
+            source: if upscale {
+                SOURCE_FRAME_UPSAMPLED
+            } else {
+                SOURCE_FRAME
+            },
+            src_width: to_i32(width, "width")?,
+            src_height: to_i32(height, "height")?,
+            width: first.width,
+            height: first.height,
+            gauss_out: first.gauss,
+            dog_out: -1,
+            taps: to_i32(taps.base.0, "taps")?,
+            radius: to_i32(taps.base.1, "taps")?,
+            tiles_x: to_i32(tiles_x, "tiles")?,
+            ..BlurJob::default()
+        },
+    );
+    for (o, oct) in octaves.iter().enumerate() {
+        let plane = oct.width * oct.height;
+        let tiles_x = tiles_across(oct);
+        for level in 1..levels {
+            let (tap, radius) = taps.layers[level - 1];
+            let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
+                let previous = &octaves[o - 1];
+                let prev_plane = previous.width * previous.height;
+                (
+                    SOURCE_PLANE_HALVED,
+                    previous.gauss + n as i32 * prev_plane,
+                    previous.width,
+                    previous.height,
+                )
+            } else {
+                (
+                    SOURCE_PLANE,
+                    oct.gauss + (level as i32 - 1) * plane,
+                    oct.width,
+                    oct.height,
+                )
+            };
+            put(
+                n * o + level,
+                BlurJob {
+                    source,
+                    src_offset,
+                    src_width,
+                    src_height,
+                    width: oct.width,
+                    height: oct.height,
+                    // The last level only feeds the last DoG.
+                    gauss_out: if level + 1 < levels {
+                        oct.gauss + level as i32 * plane
+                    } else {
+                        -1
+                    },
+                    dog_out: oct.dog + (level as i32 - 1) * plane,
+                    taps: to_i32(tap, "taps")?,
+                    radius: to_i32(radius, "taps")?,
+                    tiles_x: to_i32(tiles_x, "tiles")?,
+                    tile_start: 0,
+                },
+            );
+        }
+    }
+    let mut jobs = Vec::new();
+    let mut stages = Vec::new();
+    for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
+        let first_job = jobs.len();
+        let mut tiles = 0usize;
+        let max_radius = stage_jobs
+            .iter()
+            .map(|j| j.radius as usize)
+            .max()
+            .unwrap_or(0);
+        for mut job in stage_jobs {
+            job.tile_start = to_i32(tiles, "tiles")?;
+            tiles += (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
+            jobs.push(job);
+        }
+        stages.push(BlurStage {
+            first_job,
+            n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
+            tiles: u32::try_from(tiles)
+                .map_err(|_| Error::InvalidImage("too many tiles".into()))?,
+            max_radius,
+        });
+    }
+    Ok((jobs, stages))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::sift::pyramid::{ScaleSpace, Upscale};
+    use crate::image::GrayImage;
+
+    #[test]
+    fn octaves_are_the_cpu_scale_space_octaves() {
+        for upscale in [false, true] {
+            let config = SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            };
+            for (w, h) in [(97, 61), (12, 9), (3, 40), (1, 1)] {
+                let image = GrayImage::new(w, h, vec![128; w * h]).unwrap();
+                let space =
+                    ScaleSpace::build(&image, config.sigma, 3, Upscale::from_flags(upscale, false));
+                let cpu: Vec<(i32, i32)> = space
+                    .gaussian
+                    .iter()
+                    .map(|levels| (levels[0].width as i32, levels[0].height as i32))
+                    .collect();
+                let (octaves, _, _) = octave_table(w, h, &config).unwrap();
+                let gpu: Vec<(i32, i32)> = octaves.iter().map(|o| (o.width, o.height)).collect();
+                assert_eq!(gpu, cpu, "{w}x{h} upscale={upscale}");
+            }
+        }
+    }
+
+    /// Every level is made once, after the level it blurs; every DoG plane is written once.
+    #[test]
+    fn the_blur_schedule_respects_the_level_order() {
+        let config = SiftConfig::default();
+        let n = config.n_octave_layers as usize;
+        let taps = Taps::new(&config).unwrap();
+        let (octaves, _, _) = octave_table(1920, 1080, &config).unwrap();
+        let (jobs, stages) = blur_schedule(&octaves, &taps, n, 1920, 1080, true).unwrap();
+        let mut made_at = std::collections::HashMap::new();
+        let mut dogs = std::collections::HashSet::new();
+        for (s, stage) in stages.iter().enumerate() {
+            let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
+            for job in stage_jobs {
+                if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
+                    let made = made_at.get(&job.src_offset).copied();
+                    assert!(
+                        made.is_some_and(|m| m < s),
+                        "stage {s} reads an unmade level"
+                    );
+                }
+                if job.gauss_out >= 0 {
+                    assert!(made_at.insert(job.gauss_out, s).is_none());
+                }
+                if job.dog_out >= 0 {
+                    assert!(dogs.insert(job.dog_out));
+                }
+                assert!(job.radius as usize <= stage.max_radius);
+            }
+            let tiles: usize = stage_jobs
+                .iter()
+                .map(|j| (j.width as usize).div_ceil(TILE_W) * (j.height as usize).div_ceil(TILE_H))
+                .sum();
+            assert_eq!(tiles, stage.tiles as usize);
+        }
+        assert_eq!(dogs.len(), octaves.len() * (n + 2));
+        // Consecutive octaves overlap: fewer launches than levels.
+        assert!(
+            stages.len() < octaves.len() * (n + 2) + 1,
+            "{} stages",
+            stages.len()
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! The SIFT kernels, looked up once, and their launch shapes from the occupancy API:
+//! block sizes from `cuOccupancyMaxPotentialBlockSize` (with each kernel's shared
+//! memory per block), persistent grids of blocks-per-SM x SMs (all, or `--sm-limit`).
+
+use std::ffi::c_int;
+
+use cudarc::driver::{CudaFunction, LaunchConfig};
+
+use crate::cuda::gpu::Gpu;
+use crate::error::Result;
+
+/// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
+/// shared tiles are sized for it.
+pub const BLUR_THREADS: u32 = 256;
+pub const RANK_THREADS: u32 = 256;
+const WARP: u32 = 32;
+/// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
+/// one; descriptor, 8 sub-histograms of 5 x 5 x 8 first bins per warp plus the
+/// block's (4+2) x (4+2) x (8+2) histogram.
+const ORIENTATION_BINS: usize = 36;
+const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
+const DESCRIBE_FLOATS_PER_BLOCK: usize = 360;
+/// Warps that share one keypoint in the orientation and descriptor kernels, at most:
+/// beyond this most keypoints' windows leave warps idle.
+const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
+/// Kernels with a thread per candidate or keypoint (thousands, not millions): small
+/// blocks, so the work spreads over every SM.
+const ITEM_MAX_THREADS: u32 = 4 * WARP;
+const DESCRIBE_MAX_THREADS: u32 = 4 * WARP;
+
+extern "C" fn no_shared_memory(_block: c_int) -> usize {
+    0
+}
+
+extern "C" fn orientation_shared_memory(block: c_int) -> usize {
+    (block.max(0) as usize / WARP as usize + 1) * ORIENTATION_BINS * 4
+}
+
+extern "C" fn describe_shared_memory(block: c_int) -> usize {
+    ((block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP + DESCRIBE_FLOATS_PER_BLOCK)
+        * 4
+}
+
+/// A kernel and how it is launched.
+pub struct Launch {
+    pub function: CudaFunction,
+    /// Persistent grid: blocks per SM x SMs.
+    pub blocks: u32,
+    pub threads: u32,
+    pub shared: u32,
+}
+
+impl Launch {
+    /// At most `blocks`, and at most `needed`.
+    pub fn config(&self, needed: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks.min(needed.max(1)), 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.shared,
+        }
+    }
+
+    pub fn persistent(&self) -> LaunchConfig {
+        self.config(self.blocks)
+    }
+}
+
+/// Every kernel of the pipeline.
+pub struct Kernels {
+    /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
+    pub blur_dog: [Launch; 3],
+    pub extrema: Launch,
+    pub refine: Launch,
+    pub orientation: Launch,
+    pub rank_keys: Launch,
+    pub list_duplicates: Launch,
+    pub unique_positions: Launch,
+    pub rank_responses: Launch,
+    pub place: Launch,
+    pub describe: Launch,
+}
+
+impl Kernels {
+    /// The blur kernel whose register window holds `radius`.
+    pub fn blur_for(&self, radius: usize) -> &Launch {
+        match radius {
+            0..=8 => &self.blur_dog[0],
+            9..=16 => &self.blur_dog[1],
+            _ => &self.blur_dog[2],
+        }
+    }
+
+    pub fn load(gpu: &Gpu, sm_limit: Option<u32>, blur_shared: u32) -> Result<Self> {
+        let sms = sm_limit.map_or(gpu.sm_count, |n| n.clamp(1, gpu.sm_count));
+        let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
+            let function = gpu.function(module, name)?;
+            if shared > 48 * 1024 {
+                function.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )?;
+            }
+            let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+                threads,
+                shared as usize,
+                None,
+            )?;
+            Ok(Launch {
+                function,
+                blocks: per_sm.max(1) * sms,
+                threads,
+                shared,
+            })
+        };
+        let sized = |module: &str,
+                     name: &str,
+                     shared_of: extern "C" fn(c_int) -> usize,
+                     max_threads: u32|
+         -> Result<Launch> {
+            let function = gpu.function(module, name)?;
+            let (_, threads) =
+                function.occupancy_max_potential_block_size(shared_of, 0, max_threads, None)?;
+            // Warp-per-item kernels need whole warps.
+            let threads = (threads / WARP).max(1) * WARP;
+            let shared = shared_of(threads as c_int) as u32;
+            let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+                threads,
+                shared as usize,
+                None,
+            )?;
+            Ok(Launch {
+                function,
+                blocks: per_sm.max(1) * sms,
+                threads,
+                shared,
+            })
+        };
+        Ok(Self {
+            blur_dog: [
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r8",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r16",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
+                fixed(
+                    "sift_pyramid",
+                    "sift_blur_dog_r32",
+                    BLUR_THREADS,
+                    blur_shared,
+                )?,
+            ],
+            extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
+            refine: sized(
+                "sift_refine",
+                "sift_refine",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
+            orientation: sized(
+                "sift_orientation",
+                "sift_orientation",
+                orientation_shared_memory,
+                ORIENTATION_MAX_THREADS,
+            )?,
+            rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
+            list_duplicates: sized(
+                "sift_order",
+                "sift_list_duplicates",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
+            unique_positions: sized(
+                "sift_order",
+                "sift_unique_positions",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
+            rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
+            place: sized(
+                "sift_order",
+                "sift_place",
+                no_shared_memory,
+                ITEM_MAX_THREADS,
+            )?,
+            describe: sized(
+                "sift_describe",
+                "sift_describe",
+                describe_shared_memory,
+                DESCRIBE_MAX_THREADS,
+            )?,
+        })
+    }
+}

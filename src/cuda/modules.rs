@@ -31,10 +31,11 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 4] = [
+pub const HEADERS: [(&str, &str); 5] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
+    kernel_file!("common/best2.cuh"),
     kernel_file!("common/hamming.cuh"),
 ];
 
@@ -52,12 +53,14 @@ const fn module(
 }
 
 /// Every module the backend loads. ORB modules must be bit-exact: no fast math.
-pub const MODULES: [KernelModule; 5] = [
+pub const MODULES: [KernelModule; 6] = [
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), false),
     module("orb_detect", kernel_file!("orb/detect.cu"), false),
     module("orb_select", kernel_file!("orb/select.cu"), false),
     module("orb_describe", kernel_file!("orb/describe.cu"), false),
     module("match_hamming", kernel_file!("match/hamming.cu"), true),
+    // Integer distances only: fast math changes nothing.
+    module("match_l2", kernel_file!("match/l2.cu"), true),
 ];
 
 impl KernelModule {

@@ -3,6 +3,7 @@
 //! identical: same pairs, same order, same reported distances. Run by scripts/gpu-check.sh.
 #![cfg(feature = "cuda")]
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -74,12 +75,27 @@ fn cpu_matches(config: &MatchConfig, query: &Features, train: &Features) -> Vec<
         .expect("CPU matching")
 }
 
-/// The GPU's matches, asserted identical to the CPU's; returns them.
+/// The GPU's matches, asserted identical to the CPU's; returns them. The GPU matcher
+/// is opened once per configuration (it opens the GPU and loads every kernel module).
 fn assert_same(what: &str, config: &MatchConfig, query: &Features, train: &Features) -> Vec<Match> {
+    type Opened = Vec<(MatchConfig, CudaMatcher<CudaL2Matcher>)>;
+    thread_local! {
+        static OPEN: RefCell<Opened> = const { RefCell::new(Vec::new()) };
+    }
     let expected = cpu_matches(config, query, train);
-    let got = gpu_matcher(config)
-        .match_features(query, train)
-        .expect("GPU matching");
+    let got = OPEN.with_borrow_mut(|open| {
+        let at = match open.iter().position(|(c, _)| c == config) {
+            Some(at) => at,
+            None => {
+                open.push((config.clone(), gpu_matcher(config)));
+                open.len() - 1
+            }
+        };
+        open[at]
+            .1
+            .match_features(query, train)
+            .expect("GPU matching")
+    });
     assert_eq!(got.len(), expected.len(), "{what}: match count");
     for (g, e) in got.iter().zip(&expected) {
         assert_eq!(g, e, "{what}");
@@ -222,9 +238,11 @@ fn tile_edges_single_descriptors_and_empty_sets() {
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn the_cuda_backend_matches_sift_on_the_gpu_and_refuses_other_kinds() {
     let (graf1, graf3) = graf();
-    let mut config = Config::default();
-    config.algorithm = Algorithm::Sift;
-    config.backend = Backend::Cuda;
+    let config = Config {
+        algorithm: Algorithm::Sift,
+        backend: Backend::Cuda,
+        ..Config::default()
+    };
     let mut matcher = orbsift::create_matcher(&config).expect("CUDA SIFT matcher");
     let got = matcher.match_features(graf1, graf3).expect("GPU matching");
     assert_eq!(got, cpu_matches(&config.matching, graf1, graf3));

@@ -1,48 +1,64 @@
 //! The CUDA SIFT matcher at the target size, 5000 x 7000 descriptors, with the
-//! cross-check (the default): the strongest 5000 CPU SIFT features of graf1 and 7000
-//! of graf3, both upscaled 2x (1600x1280, then SIFT's own first octave -1).
+//! cross-check (the default). The descriptors are CPU SIFT of two real image pairs of
+//! tests/data: queries the strongest 2500 of graf1 and of leuvenA, train descriptors
+//! the strongest 4000 of graf3 and 3000 of leuvenB, so that true matches exist. These
+//! 800x640 and 751x563 images hold fewer than 4000 keypoints at the default contrast
+//! threshold (upscaling them adds none), so it is lowered to 0.01.
 //!
 //! Two figures: `kernels` is the GPU event time of the matching kernels on descriptors
 //! resident on the GPU; `with_transfers` is `Matcher::match_features` end to end (upload,
 //! kernels, download, ratio test on the host), by the wall clock. Criterion reports its
-//! estimates; the `BENCH` lines give the median of every timed iteration. Run by
-//! scripts/gpu-check.sh (`cargo bench --bench cuda_sift_match`).
+//! estimates; the `BENCH` lines give the median of every timed iteration (criterion's
+//! warm-up included). Run by scripts/gpu-check.sh (`cargo bench --bench cuda_sift_match`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use image::imageops::{resize, FilterType};
 use orbsift::cpu::sift::SiftExtractor;
 use orbsift::cuda::{CudaL2Matcher, CudaMatcher};
-use orbsift::{Features, GrayImage, MatchConfig, Matcher, SiftConfig};
+use orbsift::types::Descriptors;
+use orbsift::{DescriptorKind, Features, GrayImage, Keypoints, MatchConfig, Matcher, SiftConfig};
 
-const QUERY: usize = 5000;
-const TRAIN: usize = 7000;
+const QUERY: [(&str, u32); 2] = [("graf1.png", 2500), ("leuvenA.jpg", 2500)];
+const TRAIN: [(&str, u32); 2] = [("graf3.png", 4000), ("leuvenB.jpg", 3000)];
 
-/// The strongest `count` CPU SIFT features of `name` upscaled 2x.
-fn features(name: &str, count: usize) -> Features {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let source = GrayImage::open(&path).expect("bench image");
-    let (width, height) = (2 * source.width() as u32, 2 * source.height() as u32);
-    let buffer = image::GrayImage::from_raw(
-        source.width() as u32,
-        source.height() as u32,
-        source.into_data(),
-    )
-    .expect("sizes agree");
-    let upscaled = resize(&buffer, width, height, FilterType::Triangle);
-    let image = GrayImage::new(width as usize, height as usize, upscaled.into_raw()).unwrap();
-    let sift = SiftExtractor::new(SiftConfig {
-        max_features: count as u32,
-        ..SiftConfig::default()
-    })
-    .unwrap();
-    let features = sift.detect_and_describe(&image);
-    assert_eq!(features.len(), count, "{name}: too few SIFT features");
-    features
+/// The strongest `count` CPU SIFT features of each image, descriptors concatenated.
+fn features(images: &[(&str, u32)]) -> Features {
+    let mut descriptors = Vec::new();
+    for &(name, count) in images {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name);
+        let image = GrayImage::open(&path).expect("bench image");
+        let sift = SiftExtractor::new(SiftConfig {
+            contrast_threshold: 0.01,
+            max_features: count,
+            ..SiftConfig::default()
+        })
+        .unwrap();
+        let features = sift.detect_and_describe(&image);
+        assert_eq!(
+            features.len(),
+            count as usize,
+            "{name}: too few SIFT features"
+        );
+        descriptors.extend(features.descriptors.data);
+    }
+    let n = descriptors.len() / DescriptorKind::Sift128U8.bytes();
+    let mut keypoints = Keypoints::with_capacity(n);
+    for _ in 0..n {
+        keypoints.push(0.0, 0.0, 1.0, 0.0, 0.0, 0);
+    }
+    Features {
+        width: 1,
+        height: 1,
+        keypoints,
+        descriptors: Descriptors {
+            kind: DescriptorKind::Sift128U8,
+            data: descriptors,
+        },
+    }
 }
 
 fn median(samples: &mut [f64]) -> f64 {
@@ -51,7 +67,8 @@ fn median(samples: &mut [f64]) -> f64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let (query, train) = (features("graf1.png", QUERY), features("graf3.png", TRAIN));
+    let (query, train) = (features(&QUERY), features(&TRAIN));
+    let (n_query, n_train) = (query.len(), train.len());
     let config = MatchConfig::default();
     let mut matcher = CudaMatcher::<CudaL2Matcher>::new(config.clone()).expect("a CUDA GPU");
     let search = matcher.search();
@@ -63,25 +80,29 @@ fn bench(c: &mut Criterion) {
     group
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    let mut kernel_ms = Vec::new();
-    group.bench_function(format!("kernels_{QUERY}x{TRAIN}"), |b| {
-        b.iter_custom(|iterations| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iterations {
-                let search = matcher.search();
-                search
-                    .knn2_resident(&resident_query, &resident_train, config.cross_check)
-                    .unwrap();
-                let ms = search.last_kernel_ms().unwrap();
-                kernel_ms.push(f64::from(ms));
-                total += Duration::from_secs_f64(f64::from(ms) / 1e3);
-            }
-            total
-        })
-    });
+    // Kernel times with the cross-check (the default), then without.
+    let mut kernel_ms = [Vec::new(), Vec::new()];
+    for (mutual, samples) in [true, false].into_iter().zip(&mut kernel_ms) {
+        let name = format!("kernels_{n_query}x{n_train}_cross_check_{mutual}");
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iterations {
+                    let search = matcher.search();
+                    search
+                        .knn2_resident(&resident_query, &resident_train, mutual)
+                        .unwrap();
+                    let ms = f64::from(search.last_kernel_ms().unwrap());
+                    samples.push(ms);
+                    total += Duration::from_secs_f64(ms / 1e3);
+                }
+                total
+            })
+        });
+    }
     let mut end_to_end_ms = Vec::new();
     let mut matches = 0;
-    group.bench_function(format!("with_transfers_{QUERY}x{TRAIN}"), |b| {
+    group.bench_function(format!("with_transfers_{n_query}x{n_train}"), |b| {
         b.iter_custom(|iterations| {
             let start = Instant::now();
             for _ in 0..iterations {
@@ -93,11 +114,13 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+    let [with_cross_check, without] = &mut kernel_ms;
     println!(
-        "BENCH sift_match backend=cuda device=\"{device}\" query={QUERY} train={TRAIN} cross_check={} matches={matches} kernels_ms_median={:.4} (n={}) with_transfers_ms_median={:.4} (n={})",
-        config.cross_check,
-        median(&mut kernel_ms),
-        kernel_ms.len(),
+        "BENCH sift_match backend=cuda device=\"{device}\" query={n_query} train={n_train} kernels_ms_median={:.4} (cross-check, n={}) kernels_no_cross_check_ms_median={:.4} (n={}) with_transfers_ms_median={:.4} (cross-check, n={}) matches={matches}",
+        median(with_cross_check),
+        with_cross_check.len(),
+        median(without),
+        without.len(),
         median(&mut end_to_end_ms),
         end_to_end_ms.len(),
     );

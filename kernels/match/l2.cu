@@ -110,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) match_l2_knn2(
                     nearest = min(nearest, (unsigned long long)d << 32 | (unsigned int)(q0 + q));
             }
             if (mutual) {
-                // The other half warp holds the same trains for the next 8 queries.
+                // The other half warp holds the same trains against its own 8 queries.
                 nearest = min(nearest, __shfl_xor_sync(0xffffffffu, nearest, 16));
                 if (valid && (threadIdx.x & 16) == 0) atomicMin(&column_nearest[t], nearest);
             }

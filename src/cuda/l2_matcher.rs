@@ -105,7 +105,7 @@ impl CudaL2Matcher {
 
     /// Copies `set` (`sift128u8`) to the GPU.
     pub fn upload(&self, set: &Descriptors, role: &str) -> Result<DeviceDescriptors> {
-        let len = checked(set, DescriptorKind::Sift128U8, role)?;
+        let len = checked(set, <Self as NearestTwo>::KIND, role)?;
         Ok(DeviceDescriptors {
             buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &set.data)?,
             len,

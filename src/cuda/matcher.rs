@@ -102,7 +102,7 @@ impl CudaHammingMatcher {
         train: &Descriptors,
         mutual: bool,
     ) -> Result<Vec<Knn2>> {
-        let kind = DescriptorKind::Orb256;
+        let kind = <Self as NearestTwo>::KIND;
         let (n_query, n_train) = (
             checked(query, kind, "query")?,
             checked(train, kind, "train")?,

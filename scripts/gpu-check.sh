@@ -8,9 +8,13 @@
 #      without upscaling on 8 SMs,
 #   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
 #   5. the node's latency, image received -> Features published (benches/node_latency.rs),
+#   6. the SIFT L2 matcher: identical to the CPU matcher (tests/cuda_sift_match.rs),
+#      sanitizers, and its 5000 x 7000 benchmark (benches/cuda_sift_match.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
-# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*` and `cuda_sift-*` test
-# binaries and the `node_latency-*` bench binary (`cargo bench --bench node_latency --no-run`).
+# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*`, `cuda_sift-*` and
+# `cuda_sift_match-*` test binaries, and the `node_latency-*` and `cuda_sift_match_bench-*`
+# bench binaries (`cargo bench --bench node_latency --no-run`; rename the SIFT match bench
+# binary, whose name is the test's).
 #
 # Usage: scripts/gpu-check.sh [BIN_DIR]   (default: build here with cargo)
 # Writes logs under $OUT when set, else under out/gpu-check.
@@ -27,13 +31,19 @@ if [[ -z "$bin_dir" ]]; then
     sift_test_bin=$(cargo test --release --test cuda_sift --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_sift[^"]*\)".*/\1/p' | tail -n 1)
     orbsift=target/release/orbsift
+    sift_match_test=$(cargo test --release --test cuda_sift_match --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_sift_match[^"]*\)".*/\1/p' | tail -n 1)
     cargo bench --bench node_latency --no-run || exit 1
     node_bench=$(ls -t target/release/deps/node_latency-* | grep -v '\.d$' | head -n 1)
+    sift_match_bench=$(cargo bench --bench cuda_sift_match --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_sift_match[^"]*\)".*/\1/p' | tail -n 1)
 else
     orbsift="$bin_dir/orbsift"
     test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
     sift_test_bin=$(ls "$bin_dir"/cuda_sift-* | head -n 1)
     node_bench=$(ls "$bin_dir"/node_latency-* | head -n 1)
+    sift_match_test=$(ls "$bin_dir"/cuda_sift_match-* | head -n 1)
+    sift_match_bench=$(ls "$bin_dir"/cuda_sift_match_bench-* | head -n 1)
 fi
 
 # cudarc looks for libnvrtc.so, libnvrtc.so.12 (and older): give it the toolkit's
@@ -94,16 +104,24 @@ fi
 ORBSIFT_DATA_DIR=tests/data run node_latency "$node_bench" --bench node
 grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
 
+run sift_match "$sift_match_test" --ignored --test-threads=1 --nocapture
+run sift_match_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$sift_match_test" --ignored --exact tile_edges_single_descriptors_and_empty_sets
+run sift_match_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$sift_match_test" --ignored --exact tile_edges_single_descriptors_and_empty_sets
+run sift_match_bench "$sift_match_bench" --bench
+
 echo
 echo "| check | result |"
 echo "|---|---|"
 for name in parity memcheck racecheck bench bench_unified bench_sm8 \
     sift_parity sift_memcheck sift_racecheck sift_bench sift_bench_upscale sift_bench_sm8 \
-    ncu node_latency; do
+    sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
-grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log
-[[ ${status[parity]} == rc=0* && ${status[memcheck]} == rc=0* && ${status[racecheck]} == rc=0* &&
-    ${status[sift_parity]} == rc=0* && ${status[sift_memcheck]} == rc=0* &&
-    ${status[sift_racecheck]} == rc=0* ]]
+grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log "$logs"/sift_match_bench.log
+for name in parity memcheck racecheck sift_parity sift_memcheck sift_racecheck \
+    sift_match sift_match_memcheck sift_match_racecheck; do
+    [[ ${status[$name]} == rc=0* ]] || exit 1
+done

@@ -73,13 +73,14 @@ fn cpu_matcher(config: &Config) -> Box<dyn Matcher> {
 
 #[cfg(feature = "cuda")]
 fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
+    use crate::cuda::{CudaHammingMatcher, CudaL2Matcher, CudaMatcher};
     match config.algorithm {
-        Algorithm::Orb => Ok(Box::new(crate::cuda::CudaMatcher::new(
+        Algorithm::Orb => Ok(Box::new(CudaMatcher::<CudaHammingMatcher>::new(
             config.matching.clone(),
         )?)),
-        Algorithm::Sift => Err(Error::CudaUnavailable(
-            "the CUDA backend has no SIFT matcher yet".into(),
-        )),
+        Algorithm::Sift => Ok(Box::new(CudaMatcher::<CudaL2Matcher>::new(
+            config.matching.clone(),
+        )?)),
     }
 }
 

@@ -1,5 +1,7 @@
-// 256-bit descriptors as eight 32-bit words; best and second-best tracking for k = 2.
+// 256-bit descriptors as eight 32-bit words: Hamming distance, and the warp-wide k = 2 search.
 #pragma once
+
+#include "common/best2.cuh"
 
 #define DESC_WORDS 8
 
@@ -8,32 +10,6 @@ __device__ __forceinline__ int hamming256(const unsigned int* a, const unsigned 
 #pragma unroll
     for (int w = 0; w < DESC_WORDS; ++w) d += __popc(a[w] ^ b[w]);
     return d;
-}
-
-// The two nearest train descriptors. Ties keep the lower train index (candidates are
-// offered in increasing index), as the CPU matcher does.
-struct Best2 {
-    int best_index;
-    int best;
-    int second;
-};
-
-__device__ __forceinline__ Best2 best2_empty() {
-    Best2 b;
-    b.best_index = -1;
-    b.best = 0x7fffffff;
-    b.second = 0x7fffffff;
-    return b;
-}
-
-__device__ __forceinline__ void best2_offer(Best2& b, int index, int d) {
-    if (d < b.best) {
-        b.second = b.best;
-        b.best = d;
-        b.best_index = index;
-    } else if (d < b.second) {
-        b.second = d;
-    }
 }
 
 // Each lane's nearest two among train descriptors first, first + 1, ... in chunks of

@@ -120,8 +120,14 @@ impl Metric for L2 {
     }
 
     fn report(&self, raw: u32) -> f32 {
-        (raw as f64).sqrt() as f32
+        l2_distance(raw)
     }
+}
+
+/// The Euclidean distance reported for a squared L2 distance `squared`; every
+/// backend's SIFT matcher reports (and ratio-tests) with this.
+pub fn l2_distance(squared: u32) -> f32 {
+    (squared as f64).sqrt() as f32
 }
 
 /// The nearest and second-nearest candidates of one descriptor.

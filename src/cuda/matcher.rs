@@ -1,9 +1,11 @@
-//! Standalone brute-force Hamming matching on the GPU (kernels/match/hamming.cu):
-//! k = 2 nearest train descriptors per query, optionally mutual (cross-checked).
+//! Standalone brute-force matching on the GPU: the [`Matcher`] shared by every
+//! descriptor kind ([`CudaMatcher`]), the pieces its k = 2 searches share, and the
+//! Hamming search for ORB (kernels/match/hamming.cu); the L2 search for SIFT is in
+//! `l2_matcher.rs`.
 
 use std::mem::size_of;
 
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::MatchConfig;
 use crate::cpu::matcher::accept_match;
@@ -22,10 +24,30 @@ pub struct CudaHammingMatcher {
     cross_check: CudaFunction,
 }
 
-fn checked(set: &Descriptors, role: &str) -> Result<i32> {
-    if set.kind != DescriptorKind::Orb256 {
+/// A GPU search for each query's two nearest train descriptors of one kind.
+pub trait NearestTwo: Sized + Send {
+    /// The descriptors it searches.
+    const KIND: DescriptorKind;
+
+    /// Opens the GPU and loads the search's kernels.
+    fn open() -> Result<Self>;
+
+    /// For each query, its best and second-best train descriptor (ties: lower train
+    /// index). With `mutual`, a best match whose train descriptor's own best is another
+    /// query gets `best_index = -1`.
+    fn knn2(&mut self, query: &Descriptors, train: &Descriptors, mutual: bool)
+        -> Result<Vec<Knn2>>;
+
+    /// The distance a [`Match`] reports for a kernel's raw distance, exactly as the CPU
+    /// matcher reports it.
+    fn report(raw: i32) -> f32;
+}
+
+/// The number of descriptors in `set` as the kernels take it, if `set` is of `kind`.
+pub(crate) fn checked(set: &Descriptors, kind: DescriptorKind, role: &str) -> Result<i32> {
+    if set.kind != kind {
         return Err(Error::DescriptorMismatch {
-            query: DescriptorKind::Orb256.name().into(),
+            query: kind.name().into(),
             train: format!("{} ({role})", set.kind.name()),
         });
     }
@@ -33,6 +55,34 @@ fn checked(set: &Descriptors, role: &str) -> Result<i32> {
         name: role.into(),
         reason: format!("{} descriptors are too many", set.len()),
     })
+}
+
+/// Queues the download of `n` [`Knn2`] records from `forward` and waits for the stream.
+pub(crate) fn download_knn2(
+    forward: &mut Staged,
+    n: usize,
+    stream: &CudaStream,
+) -> Result<Vec<Knn2>> {
+    let bytes = n * size_of::<Knn2>();
+    forward.download_async(bytes, stream)?;
+    stream.synchronize()?;
+    Ok(decode_knn2(&forward.host.as_slice()[..bytes]))
+}
+
+/// [`Knn2`] records from the kernels' little-endian `int3`s.
+fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
+    bytes
+        .chunks_exact(size_of::<Knn2>())
+        .map(|b| {
+            let word =
+                |k: usize| i32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+            Knn2 {
+                best_index: word(0),
+                best: word(1),
+                second: word(2),
+            }
+        })
+        .collect()
 }
 
 impl CudaHammingMatcher {
@@ -45,16 +95,18 @@ impl CudaHammingMatcher {
         })
     }
 
-    /// For each query, its best and second-best train descriptor (ties: lower train
-    /// index). With `mutual`, a best match whose train descriptor's own best is another
-    /// query gets `best_index = -1`.
+    /// For each query, its best and second-best train descriptor (see [`NearestTwo::knn2`]).
     pub fn knn2(
         &mut self,
         query: &Descriptors,
         train: &Descriptors,
         mutual: bool,
     ) -> Result<Vec<Knn2>> {
-        let (n_query, n_train) = (checked(query, "query")?, checked(train, "train")?);
+        let kind = <Self as NearestTwo>::KIND;
+        let (n_query, n_train) = (
+            checked(query, kind, "query")?,
+            checked(train, kind, "train")?,
+        );
         if n_query == 0 {
             return Ok(Vec::new());
         }
@@ -99,43 +151,54 @@ impl CudaHammingMatcher {
                     .launch(cfg(n_query))?;
             }
         }
-        forward.download_async(forward.host.bytes, stream)?;
-        stream.synchronize()?;
-        Ok(forward
-            .host
-            .as_slice()
-            .chunks_exact(size_of::<Knn2>())
-            .map(|b| {
-                let word = |k: usize| {
-                    i32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]])
-                };
-                Knn2 {
-                    best_index: word(0),
-                    best: word(1),
-                    second: word(2),
-                }
-            })
-            .collect())
+        download_knn2(&mut forward, n_query as usize, stream)
     }
 }
 
-/// The [`Matcher`] of the CUDA backend for ORB descriptors: k = 2 and the cross-check
-/// on the GPU, then the ratio test and `max_distance` exactly as the CPU matcher.
-pub struct CudaMatcher {
-    knn: CudaHammingMatcher,
+impl NearestTwo for CudaHammingMatcher {
+    const KIND: DescriptorKind = DescriptorKind::Orb256;
+
+    fn open() -> Result<Self> {
+        Self::new()
+    }
+
+    fn knn2(
+        &mut self,
+        query: &Descriptors,
+        train: &Descriptors,
+        mutual: bool,
+    ) -> Result<Vec<Knn2>> {
+        CudaHammingMatcher::knn2(self, query, train, mutual)
+    }
+
+    fn report(raw: i32) -> f32 {
+        raw as f32
+    }
+}
+
+/// The [`Matcher`] of the CUDA backend for the descriptors `S` searches: k = 2 and the
+/// cross-check on the GPU, then the ratio test and `max_distance` exactly as the CPU
+/// matcher.
+pub struct CudaMatcher<S> {
+    search: S,
     config: MatchConfig,
 }
 
-impl CudaMatcher {
+impl<S: NearestTwo> CudaMatcher<S> {
     pub fn new(config: MatchConfig) -> Result<Self> {
         Ok(Self {
-            knn: CudaHammingMatcher::new()?,
+            search: S::open()?,
             config,
         })
     }
+
+    /// The search, e.g. to time it.
+    pub fn search(&mut self) -> &mut S {
+        &mut self.search
+    }
 }
 
-impl Matcher for CudaMatcher {
+impl<S: NearestTwo> Matcher for CudaMatcher<S> {
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
         let (q, t) = (&query.descriptors, &train.descriptors);
         if q.kind != t.kind {
@@ -144,17 +207,81 @@ impl Matcher for CudaMatcher {
                 train: t.kind.name().into(),
             });
         }
-        let nearest = self.knn.knn2(q, t, self.config.cross_check)?;
-        // The kernel's second best is "none" (i32::MAX) under two train descriptors.
-        let has_second = t.len() > 1;
-        Ok(nearest
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| {
-                let train = u32::try_from(n.best_index).ok()?;
-                let second = has_second.then_some(n.second as f32);
-                accept_match(&self.config, i as u32, train, n.best as f32, second)
-            })
-            .collect())
+        let nearest = self.search.knn2(q, t, self.config.cross_check)?;
+        Ok(accept_all(&self.config, &nearest, t.len() > 1, S::report))
+    }
+}
+
+/// The matches of `nearest` (one record per query) that pass the ratio test and
+/// `max_distance`. A kernel's second best means "none" under two train descriptors.
+fn accept_all(
+    config: &MatchConfig,
+    nearest: &[Knn2],
+    has_second: bool,
+    report: impl Fn(i32) -> f32,
+) -> Vec<Match> {
+    nearest
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let train = u32::try_from(n.best_index).ok()?;
+            let second = has_second.then(|| report(n.second));
+            accept_match(config, i as u32, train, report(n.best), second)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knn2_records_decode_from_little_endian_int3() {
+        let words: [i32; 6] = [7, 3, 9, -1, i32::MAX, i32::MAX];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        assert_eq!(
+            decode_knn2(&bytes),
+            vec![
+                Knn2 {
+                    best_index: 7,
+                    best: 3,
+                    second: 9
+                },
+                Knn2 {
+                    best_index: -1,
+                    best: i32::MAX,
+                    second: i32::MAX
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn accepted_matches_skip_failed_cross_checks_and_use_the_reported_distance() {
+        let config = MatchConfig {
+            ratio: 0.8,
+            max_distance: 0.0,
+            ..MatchConfig::default()
+        };
+        let record = |best_index, best, second| Knn2 {
+            best_index,
+            best,
+            second,
+        };
+        // Squared distances reported as their roots: 9 -> 3 against 25 -> 5 passes
+        // (3 < 4), 16 -> 4 against 25 -> 5 does not (4 < 4 is false).
+        let nearest = [record(2, 9, 25), record(-1, 1, 100), record(5, 16, 25)];
+        let root = |raw: i32| (raw as f32).sqrt();
+        let kept = accept_all(&config, &nearest, true, root);
+        assert_eq!(
+            kept,
+            vec![Match {
+                query: 0,
+                train: 2,
+                distance: 3.0
+            }]
+        );
+        // With one train descriptor the second best is meaningless: all pass.
+        assert_eq!(accept_all(&config, &nearest, false, root).len(), 2);
     }
 }

@@ -31,10 +31,11 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 7] = [
+pub const HEADERS: [(&str, &str); 8] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
+    kernel_file!("common/best2.cuh"),
     kernel_file!("common/hamming.cuh"),
     kernel_file!("common/sift_octaves.cuh"),
     kernel_file!("common/fast_atan2.cuh"),
@@ -56,12 +57,14 @@ const fn module(
 
 /// Every module the backend loads. ORB modules must be bit-exact, and SIFT modules
 /// round as the CPU reference does: no fast math.
-pub const MODULES: [KernelModule; 11] = [
+pub const MODULES: [KernelModule; 12] = [
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), false),
     module("orb_detect", kernel_file!("orb/detect.cu"), false),
     module("orb_select", kernel_file!("orb/select.cu"), false),
     module("orb_describe", kernel_file!("orb/describe.cu"), false),
     module("match_hamming", kernel_file!("match/hamming.cu"), true),
+    // Integer distances only: fast math changes nothing.
+    module("match_l2", kernel_file!("match/l2.cu"), true),
     module("sift_pyramid", kernel_file!("sift/pyramid.cu"), false),
     module("sift_extrema", kernel_file!("sift/extrema.cu"), false),
     module("sift_refine", kernel_file!("sift/refine.cu"), false),

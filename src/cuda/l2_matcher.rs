@@ -1,0 +1,304 @@
+//! Brute-force matching of `sift128u8` descriptors on the GPU (kernels/match/l2.cu):
+//! exact squared L2 distances with `__dp4a`, k = 2, and the cross-check in the same pass.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+
+use crate::cpu::matcher::l2_distance;
+use crate::cuda::gpu::Gpu;
+use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
+use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::orb::Knn2;
+use crate::error::Result;
+use crate::types::{DescriptorKind, Descriptors};
+
+/// Queries per block and train descriptors per shared-memory tile (`TILE` in l2.cu).
+const TILE: usize = 128;
+/// Threads per block of `match_l2_knn2` (`THREADS` in l2.cu).
+const THREADS: u32 = 256;
+/// Threads per block of `match_l2_merge`.
+const MERGE_THREADS: u32 = 256;
+/// Bytes of one `partial` record (`int4`).
+const PARTIAL_BYTES: usize = 16;
+
+/// `sift128u8` descriptors resident on the GPU.
+pub struct DeviceDescriptors {
+    buffer: DeviceBuffer,
+    len: i32,
+}
+
+impl DeviceDescriptors {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// How `match_l2_knn2` covers the pairs: blocks of `TILE` queries times runs of
+/// `tiles_per_run` train tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Launch {
+    query_tiles: u32,
+    runs: u32,
+    tiles_per_run: u32,
+}
+
+impl Launch {
+    /// Splits the train set into as many runs as keep the grid within one wave of
+    /// `resident_blocks` (few queries would otherwise leave most SMs idle), no run empty.
+    fn new(n_query: usize, n_train: usize, resident_blocks: u32) -> Self {
+        let query_tiles = n_query.div_ceil(TILE).max(1) as u32;
+        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        let runs = (resident_blocks / query_tiles).clamp(1, train_tiles);
+        let tiles_per_run = train_tiles.div_ceil(runs);
+        Self {
+            query_tiles,
+            runs: train_tiles.div_ceil(tiles_per_run),
+            tiles_per_run,
+        }
+    }
+}
+
+/// Scratch buffers, grown when a larger pair of sets comes and otherwise reused.
+struct Scratch {
+    /// One `int4` per query and run.
+    partial: DeviceBuffer,
+    /// One `distance << 32 | query` per train descriptor, for the cross-check.
+    nearest_query: DeviceBuffer,
+    /// One [`Knn2`] per query, with its host twin.
+    forward: Staged,
+}
+
+/// The L2 k = 2 search: see kernels/match/l2.cu.
+pub struct CudaL2Matcher {
+    gpu: Gpu,
+    knn2: CudaFunction,
+    merge: CudaFunction,
+    /// Blocks of `match_l2_knn2` resident at once on the whole GPU.
+    resident_blocks: u32,
+    scratch: Option<Scratch>,
+    /// Around the kernels of the last search.
+    events: [CudaEvent; 2],
+}
+
+impl CudaL2Matcher {
+    pub fn new() -> Result<Self> {
+        let gpu = Gpu::open(0)?;
+        let knn2 = gpu.function("match_l2", "match_l2_knn2")?;
+        let resident_blocks = gpu.persistent_blocks(&knn2, THREADS, None)?;
+        let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        Ok(Self {
+            merge: gpu.function("match_l2", "match_l2_merge")?,
+            events: [event()?, event()?],
+            knn2,
+            resident_blocks,
+            scratch: None,
+            gpu,
+        })
+    }
+
+    /// Copies `set` (`sift128u8`) to the GPU.
+    pub fn upload(&self, set: &Descriptors, role: &str) -> Result<DeviceDescriptors> {
+        let len = checked(set, <Self as NearestTwo>::KIND, role)?;
+        Ok(DeviceDescriptors {
+            buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &set.data)?,
+            len,
+        })
+    }
+
+    /// The device's name, for benchmark reports.
+    pub fn device_name(&self) -> &str {
+        &self.gpu.name
+    }
+
+    /// Milliseconds the kernels of the last [`Self::knn2_resident`] took on the GPU.
+    pub fn last_kernel_ms(&self) -> Result<f32> {
+        Ok(self.events[0].elapsed_ms(&self.events[1])?)
+    }
+
+    /// [`NearestTwo::knn2`] on descriptors already on the GPU; distances are squared.
+    pub fn knn2_resident(
+        &mut self,
+        query: &DeviceDescriptors,
+        train: &DeviceDescriptors,
+        mutual: bool,
+    ) -> Result<Vec<Knn2>> {
+        let (n_query, n_train) = (query.len(), train.len());
+        if n_query == 0 || n_train == 0 {
+            return Ok(vec![
+                Knn2 {
+                    best_index: -1,
+                    best: i32::MAX,
+                    second: i32::MAX,
+                };
+                n_query
+            ]);
+        }
+        let launch = Launch::new(n_query, n_train, self.resident_blocks);
+        let runs = launch.runs as usize;
+        self.gpu.ctx.bind_to_thread()?;
+        let scratch = Scratch::at_least(
+            &mut self.scratch,
+            &self.gpu.ctx,
+            runs * n_query,
+            n_train,
+            n_query,
+        )?;
+        let stream = &self.gpu.stream;
+        self.events[0].record(stream)?;
+        let nearest_query = if mutual {
+            // SAFETY: the buffer holds at least n_train u64 on this context; all ones
+            // is "no query yet" for the kernel's atomicMin.
+            unsafe {
+                result::memset_d8_async(
+                    scratch.nearest_query.ptr,
+                    0xff,
+                    n_train * size_of::<u64>(),
+                    stream.cu_stream(),
+                )
+            }?;
+            scratch.nearest_query.ptr
+        } else {
+            0
+        };
+        let (n_query_i32, runs_i32) = (query.len, launch.runs as i32);
+        let tiles_per_run = launch.tiles_per_run as i32;
+        // SAFETY: arguments match kernels/match/l2.cu in order and type: the descriptor
+        // buffers hold n_query / n_train rows of 128 bytes, `partial` holds runs *
+        // n_query int4, `nearest_query` (or null) n_train u64, `forward` n_query int3;
+        // the grid has one block per query tile and run, as the kernel indexes them.
+        unsafe {
+            stream
+                .launch_builder(&self.knn2)
+                .arg(&query.buffer.ptr)
+                .arg(&query.len)
+                .arg(&train.buffer.ptr)
+                .arg(&train.len)
+                .arg(&tiles_per_run)
+                .arg(&scratch.partial.ptr)
+                .arg(&nearest_query)
+                .launch(LaunchConfig {
+                    grid_dim: (launch.query_tiles, launch.runs, 1),
+                    block_dim: (THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                })?;
+            stream
+                .launch_builder(&self.merge)
+                .arg(&scratch.partial.ptr)
+                .arg(&runs_i32)
+                .arg(&n_query_i32)
+                .arg(&nearest_query)
+                .arg(&scratch.forward.ptr)
+                .launch(LaunchConfig {
+                    grid_dim: ((n_query as u32).div_ceil(MERGE_THREADS), 1, 1),
+                    block_dim: (MERGE_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                })?;
+        }
+        self.events[1].record(stream)?;
+        download_knn2(&mut scratch.forward, n_query, stream)
+    }
+}
+
+impl Scratch {
+    /// The scratch in `slot` if it holds at least `partials` records, `n_train` train
+    /// slots and `n_query` results, else a new one put there.
+    fn at_least<'a>(
+        slot: &'a mut Option<Scratch>,
+        ctx: &Arc<CudaContext>,
+        partials: usize,
+        n_train: usize,
+        n_query: usize,
+    ) -> Result<&'a mut Scratch> {
+        let fits = |s: &Scratch| {
+            s.partial.bytes >= partials * PARTIAL_BYTES
+                && s.nearest_query.bytes >= n_train * size_of::<u64>()
+                && s.forward.host.bytes >= n_query * size_of::<Knn2>()
+        };
+        let scratch = match slot.take() {
+            Some(scratch) if fits(&scratch) => scratch,
+            old => {
+                drop(old);
+                Scratch {
+                    partial: DeviceBuffer::new(ctx, partials * PARTIAL_BYTES)?,
+                    nearest_query: DeviceBuffer::new(ctx, n_train * size_of::<u64>())?,
+                    forward: Staged::new(ctx, n_query * size_of::<Knn2>(), false)?,
+                }
+            }
+        };
+        Ok(slot.insert(scratch))
+    }
+}
+
+impl NearestTwo for CudaL2Matcher {
+    const KIND: DescriptorKind = DescriptorKind::Sift128U8;
+
+    fn open() -> Result<Self> {
+        Self::new()
+    }
+
+    fn knn2(
+        &mut self,
+        query: &Descriptors,
+        train: &Descriptors,
+        mutual: bool,
+    ) -> Result<Vec<Knn2>> {
+        let query = self.upload(query, "query")?;
+        let train = self.upload(train, "train")?;
+        self.knn2_resident(&query, &train, mutual)
+    }
+
+    fn report(raw: i32) -> f32 {
+        l2_distance(raw as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every train tile lies in exactly one run and no run is empty.
+    fn assert_covers(launch: Launch, n_train: usize) {
+        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        assert!(launch.runs >= 1 && launch.tiles_per_run >= 1, "{launch:?}");
+        assert!(
+            launch.runs * launch.tiles_per_run >= train_tiles,
+            "{launch:?}"
+        );
+        assert!(
+            (launch.runs - 1) * launch.tiles_per_run < train_tiles,
+            "{launch:?}"
+        );
+    }
+
+    #[test]
+    fn the_5000_by_7000_case_fills_one_wave_of_two_blocks_per_sm_on_132_sms() {
+        let launch = Launch::new(5000, 7000, 2 * 132);
+        assert_eq!(launch.query_tiles, 40);
+        assert!(launch.query_tiles * launch.runs <= 264, "{launch:?}");
+        assert_eq!(launch.runs, 6);
+        assert_covers(launch, 7000);
+    }
+
+    #[test]
+    fn runs_cover_the_train_set_for_any_sizes() {
+        for n_query in [1, 127, 128, 129, 1000, 5000, 40_000] {
+            for n_train in [1, 2, 127, 128, 129, 7000, 100_000] {
+                for resident in [1, 8, 264, 1000] {
+                    let launch = Launch::new(n_query, n_train, resident);
+                    assert_eq!(launch.query_tiles as usize, n_query.div_ceil(TILE));
+                    assert_covers(launch, n_train);
+                    if launch.runs > 1 {
+                        assert!(launch.query_tiles * launch.runs <= resident, "{launch:?}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -582,7 +582,10 @@ mod tests {
             (&["input.fps=-1"], "input.fps"),
             (&["input.width=100000"], "input.width"),
             (&["input.source=camera", "input.device="], "input.device"),
-            (&["input.source=camera", "input.device=\"\""], "input.device"),
+            (
+                &["input.source=camera", "input.device=\"\""],
+                "input.device",
+            ),
             (&["bogus=1"], "bogus"),
             (&["novalue"], "novalue"),
         ];

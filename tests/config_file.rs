@@ -62,6 +62,9 @@ fn camera_yaml_lists_every_input_parameter_with_a_comment() {
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{name}:")))
             .unwrap_or_else(|| panic!("input.{name} is missing from config/camera.yaml"));
-        assert!(line.contains(" # "), "input.{name} has no comment: {line:?}");
+        assert!(
+            line.contains(" # "),
+            "input.{name} has no comment: {line:?}"
+        );
     }
 }

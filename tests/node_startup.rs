@@ -30,7 +30,13 @@ fn bad_parameters_and_arguments_stop_the_start_with_the_name() {
             "matching.mode",
         ),
         (
-            &["--ros-args", "-p", "input.source:=camera", "-p", "input.device:="],
+            &[
+                "--ros-args",
+                "-p",
+                "input.source:=camera",
+                "-p",
+                "input.device:=",
+            ],
             "input.device",
         ),
         (

@@ -97,18 +97,23 @@ impl Capture {
             return;
         }
         let requests = [
-            ("input.width", videoio::CAP_PROP_FRAME_WIDTH, self.input.width as f64),
-            ("input.height", videoio::CAP_PROP_FRAME_HEIGHT, self.input.height as f64),
+            (
+                "input.width",
+                videoio::CAP_PROP_FRAME_WIDTH,
+                self.input.width as f64,
+            ),
+            (
+                "input.height",
+                videoio::CAP_PROP_FRAME_HEIGHT,
+                self.input.height as f64,
+            ),
             ("input.fps", videoio::CAP_PROP_FPS, self.input.fps),
             // The newest frame rather than a queue of stale ones when processing is slow.
             ("", videoio::CAP_PROP_BUFFERSIZE, 1.0),
         ];
         for (name, id, value) in requests {
             if value > 0.0 && !self.video.set(id, value).unwrap_or(false) && !name.is_empty() {
-                log::warn!(
-                    "{}: the source does not take {name} = {value}",
-                    self.device
-                );
+                log::warn!("{}: the source does not take {name} = {value}", self.device);
             }
         }
     }

@@ -112,12 +112,18 @@ mod tests {
         let err = Device::parse("videotestsrc ! autovideosink")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("input.device") && err.contains("appsink"), "{err}");
+        assert!(
+            err.contains("input.device") && err.contains("appsink"),
+            "{err}"
+        );
     }
 
     #[test]
     fn empty_is_refused() {
         let err = Device::parse("  ").unwrap_err().to_string();
-        assert!(err.contains("input.device") && err.contains("empty"), "{err}");
+        assert!(
+            err.contains("input.device") && err.contains("empty"),
+            "{err}"
+        );
     }
 }

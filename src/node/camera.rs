@@ -32,12 +32,12 @@ impl CameraInput {
         let pacer_fps = match (paced, capture.fps()) {
             (false, _) => None,
             (true, Some(fps)) => Some(fps),
-            (true, None) => {
-                return Err(Error::Camera {
-                    device: capture.device().to_string(),
-                    reason: "reports no frame rate to play it at: set input.fps, or input.realtime: false".into(),
-                })
-            }
+            (true, None) => return Err(Error::Camera {
+                device: capture.device().to_string(),
+                reason:
+                    "reports no frame rate to play it at: set input.fps, or input.realtime: false"
+                        .into(),
+            }),
         };
         Ok(Self { capture, pacer_fps })
     }
@@ -48,7 +48,9 @@ impl CameraInput {
         let input = node.config.input.clone();
         if !input.realtime && !self.capture.device().is_live() {
             // Every frame is processed for someone: wait until someone listens.
-            log::info!("waiting for a subscriber to `features` before reading (input.realtime: false)");
+            log::info!(
+                "waiting for a subscriber to `features` before reading (input.realtime: false)"
+            );
             while !outputs.features_subscribed() {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
@@ -81,7 +83,13 @@ impl CameraInput {
                         let published = outputs.publish_image(image);
                         node.publish(published);
                     }
-                    node.handle_gray(Camera::Mono, captured.header, captured.gray, captured.at, outputs);
+                    node.handle_gray(
+                        Camera::Mono,
+                        captured.header,
+                        captured.gray,
+                        captured.at,
+                        outputs,
+                    );
                 }
                 Read::Unreadable(reason) => {
                     node.unreadable(reason);
@@ -94,7 +102,10 @@ impl CameraInput {
                 }
                 Read::End if input.looping && frames > frames_at_start => {
                     frames_at_start = frames;
-                    log::info!("end of {} after {frames} frames: starting again", self.capture.device());
+                    log::info!(
+                        "end of {} after {frames} frames: starting again",
+                        self.capture.device()
+                    );
                     self.capture.rewind()?;
                 }
                 Read::End => {

@@ -244,14 +244,24 @@ fn the_latest_frame_wins_and_replaced_frames_are_counted() {
 }
 
 #[test]
-fn camera_input_is_refused_with_the_parameter_named() {
+fn a_camera_that_cannot_be_opened_is_a_start_up_error() {
     let mut config = Config::default();
+    assert!(
+        open_camera(&config).unwrap().is_none(),
+        "topic input opens nothing"
+    );
     config.input.source = InputSource::Camera;
-    let err = Node::new("n", config)
+    config.input.device = "/nonexistent/clip.avi".into();
+    let err = open_camera(&config)
         .err()
-        .expect("camera is refused")
+        .expect("a missing file is refused")
         .to_string();
-    assert!(err.contains("input.source"), "{err}");
+    let named = if cfg!(feature = "camera") {
+        "/nonexistent/clip.avi"
+    } else {
+        "input.source"
+    };
+    assert!(err.contains(named), "{err}");
 }
 
 #[test]

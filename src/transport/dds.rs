@@ -14,7 +14,9 @@ use super::RosArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs, Throttle};
+use crate::node::{
+    input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs, Throttle,
+};
 
 fn transport_error<E>(what: impl Into<String>) -> impl FnOnce(E) -> Error
 where
@@ -264,7 +266,9 @@ fn capture(
         futures::executor::block_on(futures::future::select(stop, done));
         stopping.store(true, Ordering::Relaxed);
         log::info!("shutting down");
-        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 

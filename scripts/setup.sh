@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing orbsift needs, and only what is missing:
-# Debian/Ubuntu packages, Rust (rustup) when cargo is absent, and the Python venv
-# `.venv` with the pinned test peers of tests/peer/requirements.txt and the Dockerfile
-# linter hadolint. Safe to re-run.
+# Debian/Ubuntu packages (compilers; OpenCV and clang for the `camera` feature), Rust
+# (rustup) when cargo is absent, and the Python venv `.venv` with the pinned test peers
+# of tests/peer/requirements.txt and the Dockerfile linter hadolint. Safe to re-run.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +21,11 @@ if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     command -v curl >/dev/null || missing+=(curl ca-certificates)
 fi
 command -v python3 >/dev/null || missing+=(python3 python3-venv)
+# The `camera` feature (on by default): the opencv crate links OpenCV found through
+# pkg-config and generates its bindings with libclang and the clang binary.
+pkg-config --exists opencv4 2>/dev/null || missing+=(libopencv-dev)
+command -v clang >/dev/null || missing+=(clang)
+compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
 
 apt_install() {
     echo "setup: installing $*"

@@ -190,17 +190,44 @@ pub enum InputSource {
     Camera,
 }
 
-/// The node's input (the CLI ignores it).
+/// The node's input (the CLI ignores it). All but `source` concern `camera`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InputConfig {
     pub source: InputSource,
+    /// A device index (`0`), a video file, an image sequence (`frames/%04d.png`) or a
+    /// GStreamer pipeline (contains `!`, ends in `appsink`).
+    #[serde(deserialize_with = "text_or_number")]
+    pub device: String,
+    /// Requested frame size and rate; 0 keeps the device's own. Files keep their size;
+    /// `fps` sets their playback rate when `realtime`.
+    pub width: u32,
+    pub height: u32,
+    pub fps: f64,
+    /// Files and image sequences: start again at the end instead of stopping.
+    #[serde(rename = "loop")]
+    pub looping: bool,
+    /// Files and image sequences: true plays at the frame rate and skips frames when
+    /// processing is late; false processes every frame as fast as it can.
+    pub realtime: bool,
+    /// `header.frame_id` of the captured frames.
+    pub frame_id: String,
+    /// Also publish each captured frame on `image`.
+    pub publish_image: bool,
 }
 
 impl Default for InputConfig {
     fn default() -> Self {
         Self {
             source: InputSource::Topic,
+            device: "0".into(),
+            width: 0,
+            height: 0,
+            fps: 0.0,
+            looping: false,
+            realtime: true,
+            frame_id: "camera".into(),
+            publish_image: false,
         }
     }
 }
@@ -316,12 +343,39 @@ impl MatchConfig {
     }
 }
 
+/// `input.device: 0` (what `-p input.device:=0` gives) and `"0"` name the same camera.
+fn text_or_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<String, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::String(text) => Ok(text),
+        Value::Number(number) => Ok(number.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a camera index, a path or a GStreamer pipeline, found {other:?}"
+        ))),
+    }
+}
+
+impl InputConfig {
+    pub fn validate(&self) -> Result<()> {
+        let side = crate::image::MAX_SIDE as u32;
+        check_range("input.width", self.width, 0, side)?;
+        check_range("input.height", self.height, 0, side)?;
+        check_range("input.fps", self.fps, 0.0, 1000.0)?;
+        if self.source == InputSource::Camera {
+            crate::camera::Device::parse(&self.device)?;
+        }
+        Ok(())
+    }
+}
+
 impl Config {
     pub fn validate(&self) -> Result<()> {
         check_range("max_image_pixels", self.max_image_pixels, 1, 1 << 32)?;
         self.orb.validate()?;
         self.sift.validate()?;
-        self.matching.validate()
+        self.matching.validate()?;
+        self.input.validate()
     }
 
     /// Defaults, then the optional YAML file, then `key=value` overrides; validated.
@@ -530,6 +584,13 @@ mod tests {
             (&["matching.ratio=1.5"], "matching.ratio"),
             (&["matching.max_distance=-1"], "matching.max_distance"),
             (&["sift.sigma=.inf"], "sift.sigma"),
+            (&["input.fps=-1"], "input.fps"),
+            (&["input.width=100000"], "input.width"),
+            (&["input.source=camera", "input.device="], "input.device"),
+            (
+                &["input.source=camera", "input.device=\"\""],
+                "input.device",
+            ),
             (&["bogus=1"], "bogus"),
             (&["novalue"], "novalue"),
         ];
@@ -547,6 +608,18 @@ mod tests {
                 other => panic!("{item}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_camera_index_may_be_a_number_or_text() {
+        for item in ["input.device=2", "input.device=\"2\""] {
+            let c = Config::load(None, &sets(&["input.source=camera", item])).unwrap();
+            assert_eq!(c.input.device, "2", "{item}");
+        }
+        let c = Config::load(None, &sets(&["input.loop=true", "input.realtime=false"])).unwrap();
+        assert!(c.input.looping && !c.input.realtime);
+        let back = Config::load(Some(file(&c.to_ros_yaml()).path()), &[]).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

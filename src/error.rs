@@ -91,6 +91,18 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    #[error("camera input {device}: {reason}")]
+    Camera { device: String, reason: String },
+
+    #[cfg(feature = "camera")]
+    #[error("camera input {device}: {what}: {source}")]
+    OpenCv {
+        device: String,
+        what: &'static str,
+        #[source]
+        source: opencv::Error,
+    },
+
     #[error("bad ROS arguments: {0}")]
     RosArgs(String),
 

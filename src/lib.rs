@@ -12,6 +12,7 @@
 //! ```
 
 pub mod backend;
+pub mod camera;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]

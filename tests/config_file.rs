@@ -45,3 +45,26 @@ fn orb_yaml_lists_every_orb_and_matching_parameter_with_a_comment() {
         }
     }
 }
+
+/// `config/camera.yaml` writes out every input.* parameter, each with its comment.
+#[test]
+fn camera_yaml_lists_every_input_parameter_with_a_comment() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/camera.yaml");
+    let loaded = Config::load(Some(&path), &[]).unwrap();
+    assert_eq!(loaded.input.source, orbsift::config::InputSource::Camera);
+    assert_eq!(loaded.orb, Config::default().orb);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let Value::Mapping(names) = &serde_yaml::to_value(Config::default()).unwrap()["input"] else {
+        panic!("input is not a mapping in the serialised defaults");
+    };
+    for name in names.keys().map(|k| k.as_str().unwrap()) {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("input.{name} is missing from config/camera.yaml"));
+        assert!(
+            line.contains(" # "),
+            "input.{name} has no comment: {line:?}"
+        );
+    }
+}

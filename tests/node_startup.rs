@@ -30,8 +30,14 @@ fn bad_parameters_and_arguments_stop_the_start_with_the_name() {
             "matching.mode",
         ),
         (
-            &["--ros-args", "-p", "input.source:=camera"],
-            "input.source",
+            &[
+                "--ros-args",
+                "-p",
+                "input.source:=camera",
+                "-p",
+                "input.device:=",
+            ],
+            "input.device",
         ),
         (
             &["--ros-args", "--params-file", "/nonexistent.yaml"],

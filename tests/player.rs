@@ -1,4 +1,4 @@
-//! The main job's player (tests/peer/play_video.py, run by scripts/run.sh): the
+//! The video player (tests/peer/play_video.py, a Cyclone DDS peer on topic input): the
 //! bundled sample video played into orbsift_node on the default parameters comes back
 //! as Features and temporal matches, and the player fails loudly when nothing answers.
 //! The node's own behaviour is judged by tests/node_peer.rs.

@@ -9,22 +9,30 @@ use crate::types;
 /// Converts a `sensor_msgs/Image` to grey, rejecting frames of more than
 /// `max_pixels` pixels before converting anything.
 pub fn gray_from_image(image: &Image, max_pixels: u64) -> Result<GrayImage> {
-    let encoding = Encoding::parse(&image.encoding)?;
-    let pixels = image.width as u64 * image.height as u64;
+    gray_from_raw(
+        &RawFrame {
+            encoding: Encoding::parse(&image.encoding)?,
+            width: image.width as usize,
+            height: image.height as usize,
+            step: image.step as usize,
+            big_endian: image.is_bigendian != 0,
+            data: &image.data,
+        },
+        max_pixels,
+    )
+}
+
+/// Converts camera pixels to grey, rejecting frames of more than `max_pixels`
+/// pixels before converting anything.
+pub fn gray_from_raw(frame: &RawFrame<'_>, max_pixels: u64) -> Result<GrayImage> {
+    let pixels = frame.width as u64 * frame.height as u64;
     if pixels > max_pixels {
         return Err(Error::InvalidImage(format!(
             "{}x{} has {pixels} pixels, more than max_image_pixels = {max_pixels}",
-            image.width, image.height
+            frame.width, frame.height
         )));
     }
-    GrayImage::from_raw(&RawFrame {
-        encoding,
-        width: image.width as usize,
-        height: image.height as usize,
-        step: image.step as usize,
-        big_endian: image.is_bigendian != 0,
-        data: &image.data,
-    })
+    GrayImage::from_raw(frame)
 }
 
 /// The Features message for `features`, extracted by `algorithm` from the image of `header`.

@@ -9,7 +9,7 @@ mod convert;
 mod orbsift;
 mod standard;
 
-pub use convert::{features_message, gray_from_image};
+pub use convert::{features_message, gray_from_image, gray_from_raw};
 pub use orbsift::{Features, Matches};
 pub use standard::{DiagnosticArray, DiagnosticStatus, Header, Image, KeyValue, Time};
 

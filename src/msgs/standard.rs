@@ -87,6 +87,17 @@ pub struct DiagnosticArray {
     pub status: Vec<DiagnosticStatus>,
 }
 
+impl DiagnosticArray {
+    /// The value of `key` in the first status that reports it.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.status
+            .iter()
+            .flat_map(|status| &status.values)
+            .find(|pair| pair.key == key)
+            .map(|pair| pair.value.as_str())
+    }
+}
+
 impl RosMessage for DiagnosticArray {
     const PACKAGE: &'static str = "diagnostic_msgs";
     const NAME: &'static str = "DiagnosticArray";

@@ -5,20 +5,29 @@
 //! publishes what it is given. Bad frames are rejected here with a reason, counted,
 //! and the node goes on.
 
+#[cfg(feature = "camera")]
+mod camera;
 mod input;
+#[cfg(not(feature = "camera"))]
+mod no_camera;
 mod stats;
 mod stereo;
 mod throttle;
 
+#[cfg(feature = "camera")]
+pub use camera::CameraInput;
 pub use input::{Camera, Frame, InputQueue, Taken};
+#[cfg(not(feature = "camera"))]
+pub use no_camera::CameraInput;
 pub use throttle::Throttle;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, InputSource, MatchMode};
 use crate::draw;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
+use crate::image::GrayImage;
 use crate::msgs::{self, DiagnosticArray, Header, Image};
 use crate::types::Match;
 use stats::{Identity, Stats};
@@ -35,6 +44,11 @@ pub trait Outputs {
     fn publish_debug_image(&self, message: Image) -> Result<()>;
     /// Whether anyone subscribes to `debug_image`: drawing costs, so only then.
     fn wants_debug_image(&self) -> bool;
+    /// The captured frame on `image` (camera input with `input.publish_image`).
+    fn publish_image(&self, message: Image) -> Result<()>;
+    /// Whether anyone subscribes to `features` (a file read with `input.realtime:
+    /// false` waits for it, so that no frame is processed for nobody).
+    fn features_subscribed(&self) -> bool;
 }
 
 /// The topics the runtime reads for `mode`, relative to the node's namespace.
@@ -45,14 +59,11 @@ pub fn input_topics(mode: MatchMode) -> &'static [(Camera, &'static str)] {
     }
 }
 
-/// Checks the parameters only the node has.
-pub fn check_node_config(config: &Config) -> Result<()> {
+/// The camera input `config` asks for, opened; `None` for topic input.
+pub fn open_camera(config: &Config) -> Result<Option<CameraInput>> {
     match config.input.source {
-        InputSource::Topic => Ok(()),
-        InputSource::Camera => Err(Error::InvalidParameter {
-            name: "input.source".into(),
-            reason: "camera input is not available in this build yet; use `topic`".into(),
-        }),
+        InputSource::Topic => Ok(None),
+        InputSource::Camera => CameraInput::open(config).map(Some),
     }
 }
 
@@ -72,7 +83,6 @@ pub struct Node {
 impl Node {
     /// A node named `name` (for diagnostics) with the backends `config` asks for.
     pub fn new(name: &str, config: Config) -> Result<Self> {
-        check_node_config(&config)?;
         let extractor = crate::create_extractor(&config)?;
         let matcher = crate::create_matcher(&config)?;
         Ok(Self::with_backends(name, config, extractor, matcher))
@@ -101,15 +111,15 @@ impl Node {
 
     /// Processes frames until `queue` is closed, publishing diagnostics periodically.
     pub fn run(&mut self, queue: &InputQueue, outputs: &dyn Outputs) {
-        let mut next_report = std::time::Instant::now() + DIAGNOSTICS_PERIOD;
+        let mut next_report = Instant::now() + DIAGNOSTICS_PERIOD;
         loop {
-            let wait = next_report.saturating_duration_since(std::time::Instant::now());
+            let wait = next_report.saturating_duration_since(Instant::now());
             match queue.take(wait) {
                 Taken::Frame(frame) => self.handle(frame, outputs),
                 Taken::TimedOut => {}
                 Taken::Closed => return,
             }
-            if std::time::Instant::now() >= next_report {
+            if Instant::now() >= next_report {
                 let report = self.diagnostics(queue.dropped());
                 self.publish(outputs.publish_diagnostics(report));
                 next_report += DIAGNOSTICS_PERIOD;
@@ -137,8 +147,8 @@ impl Node {
     /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.
     pub fn handle(&mut self, frame: Frame, outputs: &dyn Outputs) {
         let header = frame.image.header.clone();
-        let gray = match msgs::gray_from_image(&frame.image, self.config.max_image_pixels) {
-            Ok(gray) => gray,
+        match msgs::gray_from_image(&frame.image, self.config.max_image_pixels) {
+            Ok(gray) => self.handle_gray(frame.camera, header, gray, frame.received, outputs),
             Err(reason) => {
                 let reason = reason.to_string();
                 self.rejections.warn(&format!(
@@ -146,9 +156,27 @@ impl Node {
                     frame.camera, header.stamp.sec, header.stamp.nanosec, header.frame_id
                 ));
                 self.stats.rejected(reason);
-                return;
             }
-        };
+        }
+    }
+
+    /// A frame the camera input could not read: counted as rejected, with its reason.
+    pub fn unreadable(&mut self, reason: String) {
+        self.rejections
+            .warn(&format!("cannot read a frame: {reason}"));
+        self.stats.rejected(reason);
+    }
+
+    /// Extracts, publishes and matches one grey frame of `camera`, stamped by
+    /// `header` and received at `received` (the start of its latency).
+    pub fn handle_gray(
+        &mut self,
+        camera: Camera,
+        header: Header,
+        gray: GrayImage,
+        received: Instant,
+        outputs: &dyn Outputs,
+    ) {
         let features = match self.extractor.extract(&gray) {
             Ok(features) => features,
             Err(err) => {
@@ -159,14 +187,15 @@ impl Node {
         };
         let message = msgs::features_message(header.clone(), self.config.algorithm, &features);
         self.publish(outputs.publish_features(message));
-        self.stats.processed(frame.received.elapsed());
+        self.stats
+            .processed(received.elapsed(), features.keypoints.len());
 
         let current = Extracted {
             header,
             image: gray,
             features,
         };
-        match (self.config.matching.mode, frame.camera) {
+        match (self.config.matching.mode, camera) {
             (MatchMode::None, _) => self.draw_keypoints(&current, outputs),
             (MatchMode::Temporal, _) => {
                 match self.previous.take() {
@@ -202,6 +231,7 @@ impl Node {
             .match_features(&query.features, &train.features)
         {
             Ok(matches) => {
+                self.stats.matched(matches.len());
                 let message = matches_message(&query.header, &train.header, mode, &matches);
                 self.publish(outputs.publish_matches(message));
                 if outputs.wants_debug_image() {

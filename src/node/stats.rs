@@ -17,6 +17,9 @@ pub struct Stats {
     last_rejection: String,
     window_start: Instant,
     window_frames: u64,
+    window_keypoints: u64,
+    window_matches: u64,
+    window_match_sets: u64,
 }
 
 impl Default for Stats {
@@ -29,6 +32,9 @@ impl Default for Stats {
             last_rejection: String::new(),
             window_start: Instant::now(),
             window_frames: 0,
+            window_keypoints: 0,
+            window_matches: 0,
+            window_match_sets: 0,
         }
     }
 }
@@ -49,18 +55,34 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.min(sorted.len() - 1)]
 }
 
+fn mean(total: u64, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        total as f64 / count as f64
+    }
+}
+
 fn millis(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
 
 impl Stats {
-    pub fn processed(&mut self, latency: Duration) {
+    /// A frame with `keypoints` published `latency` after it was received.
+    pub fn processed(&mut self, latency: Duration, keypoints: usize) {
         if self.latencies.len() == LATENCY_WINDOW {
             self.latencies.pop_front();
         }
         self.latencies.push_back(latency);
         self.processed += 1;
         self.window_frames += 1;
+        self.window_keypoints += keypoints as u64;
+    }
+
+    /// A Matches message with `matches` matches.
+    pub fn matched(&mut self, matches: usize) {
+        self.window_matches += matches as u64;
+        self.window_match_sets += 1;
     }
 
     pub fn rejected(&mut self, reason: String) {
@@ -91,14 +113,21 @@ impl Stats {
         } else {
             0.0
         };
+        let keypoints_per_frame = mean(self.window_keypoints, self.window_frames);
+        let matches_per_frame = mean(self.window_matches, self.window_match_sets);
         self.window_start = Instant::now();
         self.window_frames = 0;
+        self.window_keypoints = 0;
+        self.window_matches = 0;
+        self.window_match_sets = 0;
         let (p50, p99) = self.latency_p50_p99();
         let pairs = [
             ("algorithm", who.algorithm.to_string()),
             ("backend", who.backend.to_string()),
             ("device", who.device.to_string()),
             ("fps", format!("{fps:.2}")),
+            ("keypoints_per_frame", format!("{keypoints_per_frame:.0}")),
+            ("matches_per_frame", format!("{matches_per_frame:.0}")),
             ("latency_p50_ms", millis(p50)),
             ("latency_p99_ms", millis(p99)),
             ("frames_processed", self.processed.to_string()),

@@ -55,6 +55,7 @@ struct Recorder {
     features: RefCell<Vec<msgs::Features>>,
     matches: RefCell<Vec<msgs::Matches>>,
     debug_images: RefCell<Vec<Image>>,
+    images: RefCell<Vec<Image>>,
     debug_subscribed: bool,
 }
 
@@ -76,6 +77,13 @@ impl Outputs for Recorder {
     }
     fn wants_debug_image(&self) -> bool {
         self.debug_subscribed
+    }
+    fn publish_image(&self, message: Image) -> Result<()> {
+        self.images.borrow_mut().push(message);
+        Ok(())
+    }
+    fn features_subscribed(&self) -> bool {
+        true
     }
 }
 
@@ -236,14 +244,24 @@ fn the_latest_frame_wins_and_replaced_frames_are_counted() {
 }
 
 #[test]
-fn camera_input_is_refused_with_the_parameter_named() {
+fn a_camera_that_cannot_be_opened_is_a_start_up_error() {
     let mut config = Config::default();
+    assert!(
+        open_camera(&config).unwrap().is_none(),
+        "topic input opens nothing"
+    );
     config.input.source = InputSource::Camera;
-    let err = Node::new("n", config)
+    config.input.device = "/nonexistent/clip.avi".into();
+    let err = open_camera(&config)
         .err()
-        .expect("camera is refused")
+        .expect("a missing file is refused")
         .to_string();
-    assert!(err.contains("input.source"), "{err}");
+    let named = if cfg!(feature = "camera") {
+        "/nonexistent/clip.avi"
+    } else {
+        "input.source"
+    };
+    assert!(err.contains(named), "{err}");
 }
 
 #[test]
@@ -271,5 +289,23 @@ fn debug_images_are_drawn_only_while_someone_subscribes() {
     assert_eq!(
         images[1].data.len(),
         (images[1].step * images[1].height) as usize
+    );
+}
+
+#[test]
+fn diagnostics_report_keypoints_and_matches_per_frame_and_unreadable_frames() {
+    let mut node = node(MatchMode::Temporal);
+    let out = Recorder::default();
+    node.handle(frame(Camera::Mono, 1, 0, 16), &out); // 2 keypoints
+    node.handle(frame(Camera::Mono, 2, 0, 32), &out); // 4 keypoints, 2 matches
+    node.unreadable("camera 0 gave no frame".into());
+    let report = node.diagnostics(0);
+    assert_eq!(report.value("keypoints_per_frame"), Some("3"));
+    assert_eq!(report.value("matches_per_frame"), Some("2"));
+    assert_eq!(report.value("frames_processed"), Some("2"));
+    assert_eq!(report.value("frames_rejected"), Some("1"));
+    assert_eq!(
+        report.value("last_rejection"),
+        Some("camera 0 gave no frame")
     );
 }

@@ -1,5 +1,6 @@
 //! The embedded transport: ROS 2 over RustDDS (`ros2-client`), no ROS install needed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,9 @@ use super::RosArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{input_topics, Frame, InputQueue, Node, Outputs, Throttle};
+use crate::node::{
+    input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs, Throttle,
+};
 
 fn transport_error<E>(what: impl Into<String>) -> impl FnOnce(E) -> Error
 where
@@ -120,16 +123,33 @@ impl DdsEndpoint {
 /// How long a "does anyone want debug images" answer is reused.
 const SUBSCRIBER_CHECK_PERIOD: Duration = Duration::from_millis(500);
 
+/// Discovery finds a reader a moment before the writer is matched with it: a reader
+/// counts as subscribed once it has been known this long.
+const MATCH_SETTLE: Duration = Duration::from_millis(500);
+
 /// The node's publishers.
 struct DdsOutputs {
     features: Publisher<msgs::Features>,
     matches: Publisher<msgs::Matches>,
     diagnostics: Publisher<DiagnosticArray>,
     debug_image: Publisher<Image>,
-    /// The DDS name of `debug_image`, to count its discovered readers.
+    /// `image`, only for camera input with `input.publish_image`.
+    image: Option<Publisher<Image>>,
+    /// The DDS names of `debug_image` and `features`, to look for their readers.
     debug_image_dds_topic: String,
+    features_dds_topic: String,
     participant: DomainParticipant,
     debug_wanted: Mutex<Option<(Instant, bool)>>,
+    features_reader_since: Mutex<Option<Instant>>,
+}
+
+impl DdsOutputs {
+    fn has_reader(&self, dds_topic: &str) -> bool {
+        self.participant
+            .discovered_readers()
+            .iter()
+            .any(|reader| reader.subscription_topic_data.topic_name == dds_topic)
+    }
 }
 
 fn publish<M>(publisher: &Publisher<M>, message: M) -> Result<()>
@@ -162,12 +182,26 @@ impl Outputs for DdsOutputs {
                 return wanted;
             }
         }
-        let wanted =
-            self.participant.discovered_readers().iter().any(|reader| {
-                reader.subscription_topic_data.topic_name == self.debug_image_dds_topic
-            });
+        let wanted = self.has_reader(&self.debug_image_dds_topic);
         *cached = Some((Instant::now(), wanted));
         wanted
+    }
+    fn publish_image(&self, message: Image) -> Result<()> {
+        match &self.image {
+            Some(image) => publish(image, message),
+            None => Ok(()),
+        }
+    }
+    fn features_subscribed(&self) -> bool {
+        let mut since = self
+            .features_reader_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !self.has_reader(&self.features_dds_topic) {
+            *since = None;
+            return false;
+        }
+        since.get_or_insert_with(Instant::now).elapsed() >= MATCH_SETTLE
     }
 }
 
@@ -184,20 +218,68 @@ fn termination_signal() -> Result<futures::channel::oneshot::Receiver<()>> {
     Ok(receiver)
 }
 
-/// Runs the node over DDS until SIGINT or SIGTERM; returns early only on a start-up error.
+/// Runs the node over DDS until SIGINT or SIGTERM, or until the end of a video file
+/// (camera input without `input.loop`); returns early only on a start-up error.
 pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
     let stop = termination_signal()?;
     let mut node = Node::new(&args.fully_qualified_name(), config.clone())?;
+    let camera = open_camera(&config)?;
     let mut endpoint = DdsEndpoint::new(args, domain_id)?;
+    let image = match &camera {
+        Some(_) if config.input.publish_image => Some(endpoint.publisher("image", result_qos())?),
+        _ => None,
+    };
     let outputs = DdsOutputs {
         features: endpoint.publisher("features", result_qos())?,
         matches: endpoint.publisher("matches", result_qos())?,
         diagnostics: endpoint.publisher("/diagnostics", result_qos())?,
         debug_image: endpoint.publisher("debug_image", result_qos())?,
+        image,
         debug_image_dds_topic: format!("rt{}", endpoint.args().resolve("debug_image")),
+        features_dds_topic: format!("rt{}", endpoint.args().resolve("features")),
         participant: endpoint.participant(),
         debug_wanted: Mutex::new(None),
+        features_reader_since: Mutex::new(None),
     };
+    match camera {
+        Some(camera) => capture(camera, &mut node, &outputs, stop),
+        None => receive(&mut endpoint, &config, &mut node, &outputs, stop),
+    }
+    // The endpoint drops here, after the runtime: the participant says goodbye to its peers.
+}
+
+/// Camera input: the processing thread captures too; ends at the end of the stream.
+fn capture(
+    camera: CameraInput,
+    node: &mut Node,
+    outputs: &DdsOutputs,
+    stop: futures::channel::oneshot::Receiver<()>,
+) -> Result<()> {
+    let stopping = AtomicBool::new(false);
+    let (finished, done) = futures::channel::oneshot::channel::<()>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            let result = camera.run(node, outputs, &stopping);
+            let _ = finished.send(());
+            result
+        });
+        futures::executor::block_on(futures::future::select(stop, done));
+        stopping.store(true, Ordering::Relaxed);
+        log::info!("shutting down");
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// Topic input: subscriptions feed the processing thread through the input queue.
+fn receive(
+    endpoint: &mut DdsEndpoint,
+    config: &Config,
+    node: &mut Node,
+    outputs: &DdsOutputs,
+    stop: futures::channel::oneshot::Receiver<()>,
+) -> Result<()> {
     let mut subscriptions = Vec::new();
     for (camera, name) in input_topics(config.matching.mode) {
         let subscription = endpoint.subscription::<Image>(name, sensor_qos())?;
@@ -206,7 +288,7 @@ pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
     }
     let queue = InputQueue::new();
     std::thread::scope(|scope| {
-        scope.spawn(|| node.run(&queue, &outputs));
+        scope.spawn(|| node.run(&queue, outputs));
         let receivers = subscriptions.iter().map(|(camera, subscription)| {
             let queue = &queue;
             let mut unreadable = Throttle::new(Duration::from_secs(2));
@@ -227,6 +309,5 @@ pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
         log::info!("shutting down");
         queue.close();
     });
-    // The endpoint drops here, after the runtime: the participant says goodbye to its peers.
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! rcl itself handles `--ros-args` (names, remapping, parameter files); images
 //! arrive and results leave as raw CDR, coded by [`crate::msgs`] as over DDS.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -10,7 +11,7 @@ use r2r::{ParameterValue, PublisherUntyped, QosProfile};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{input_topics, Frame, InputQueue, Node, Outputs};
+use crate::node::{input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs};
 
 fn rcl_error(what: impl Into<String>) -> impl FnOnce(r2r::Error) -> Error {
     let what = what.into();
@@ -43,6 +44,14 @@ struct RclOutputs {
     matches: PublisherUntyped,
     diagnostics: PublisherUntyped,
     debug_image: PublisherUntyped,
+    /// `image`, only for camera input with `input.publish_image`.
+    image: Option<PublisherUntyped>,
+}
+
+fn has_subscribers(publisher: &PublisherUntyped) -> bool {
+    publisher
+        .get_inter_process_subscription_count()
+        .is_ok_and(|count| count > 0)
 }
 
 fn publish<M: RosMessage>(publisher: &PublisherUntyped, message: &M) -> Result<()> {
@@ -65,14 +74,22 @@ impl Outputs for RclOutputs {
         publish(&self.debug_image, &message)
     }
     fn wants_debug_image(&self) -> bool {
-        self.debug_image
-            .get_inter_process_subscription_count()
-            .is_ok_and(|count| count > 0)
+        has_subscribers(&self.debug_image)
+    }
+    fn publish_image(&self, message: Image) -> Result<()> {
+        match &self.image {
+            Some(image) => publish(image, &message),
+            None => Ok(()),
+        }
+    }
+    fn features_subscribed(&self) -> bool {
+        has_subscribers(&self.features)
     }
 }
 
-/// Runs the node under rcl until the context shuts down; returns early only on a
-/// start-up error. Parameters come from rcl (`--params-file`, `-p`).
+/// Runs the node under rcl until the context shuts down, or until the end of a video
+/// file (camera input without `input.loop`); returns early only on a start-up error.
+/// Parameters come from rcl (`--params-file`, `-p`).
 pub fn run(default_node_name: &str) -> Result<()> {
     let context = r2r::Context::create().map_err(rcl_error("cannot initialise rcl"))?;
     let mut ros = r2r::Node::create(context.clone(), default_node_name, "")
@@ -89,7 +106,19 @@ pub fn run(default_node_name: &str) -> Result<()> {
     let name = ros
         .fully_qualified_name()
         .map_err(rcl_error("cannot read the node name"))?;
-    let mut node = Node::new(&name, config.clone())?;
+    let node = Node::new(&name, config.clone())?;
+    let camera = open_camera(&config)?;
+    let image = match &camera {
+        Some(_) if config.input.publish_image => Some(
+            ros.create_publisher_untyped(
+                "image",
+                &rcl_type::<Image>(),
+                QosProfile::sensor_data().keep_last(5),
+            )
+            .map_err(rcl_error("cannot publish image"))?,
+        ),
+        _ => None,
+    };
 
     let results = QosProfile::default().keep_last(10);
     let outputs = RclOutputs {
@@ -109,7 +138,42 @@ pub fn run(default_node_name: &str) -> Result<()> {
                 QosProfile::sensor_data().keep_last(5),
             )
             .map_err(rcl_error("cannot publish debug_image"))?,
+        image,
     };
+    match camera {
+        Some(camera) => capture(camera, node, outputs, &context, &mut ros),
+        None => receive(&config, node, outputs, &context, &mut ros),
+    }
+}
+
+/// Camera input: a processing thread captures too; ends at the end of the stream.
+fn capture(
+    camera: CameraInput,
+    mut node: Node,
+    outputs: RclOutputs,
+    context: &r2r::Context,
+    ros: &mut r2r::Node,
+) -> Result<()> {
+    let stopping = std::sync::Arc::new(AtomicBool::new(false));
+    let worker_stopping = stopping.clone();
+    let worker = std::thread::spawn(move || camera.run(&mut node, &outputs, &worker_stopping));
+    while context.is_valid() && !worker.is_finished() {
+        ros.spin_once(Duration::from_millis(20));
+    }
+    stopping.store(true, Ordering::Relaxed);
+    worker
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Topic input: subscriptions feed a processing thread through the input queue.
+fn receive(
+    config: &Config,
+    mut node: Node,
+    outputs: RclOutputs,
+    context: &r2r::Context,
+    ros: &mut r2r::Node,
+) -> Result<()> {
     let queue = std::sync::Arc::new(InputQueue::new());
     let mut pool = futures::executor::LocalPool::new();
     for (camera, topic) in input_topics(config.matching.mode) {

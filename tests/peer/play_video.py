@@ -4,7 +4,8 @@ node publishes back: Features per second, keypoints and temporal matches per fra
 and the latency the node reports on /diagnostics. Ends with one summary line.
 
 Exit status: 0 when the node published Features, 1 when it published none, 2 when
-the video cannot be read. Used by scripts/run.sh (the main job) and tests/player.rs.
+the video cannot be read. Feeds a node on topic input (`input.source: topic`) from
+another DDS stack; used by tests/player.rs.
 """
 
 import argparse

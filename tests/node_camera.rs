@@ -1,0 +1,239 @@
+//! orbsift_node reading a video or an image sequence itself (`input.source: camera`),
+//! heard by a DDS subscriber: one Features message per frame of the file (frames
+//! counted by the pip OpenCV, not the library the node links), temporal Matches
+//! between consecutive frames, a clean exit at the end; start-up failures exit
+//! non-zero with the culprit named.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::peer::{self, test_data};
+use orbsift::msgs::{DiagnosticArray, Features, Matches, Time};
+use orbsift::transport::dds::{result_qos, DdsEndpoint};
+use orbsift::transport::RosArgs;
+use orbsift::{Backend, Config, GrayImage};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct VideoFrames {
+    frames: usize,
+    width: u32,
+    height: u32,
+}
+
+/// The frame count and size of `video` as the pip OpenCV reads it.
+fn count_frames(video: &Path) -> VideoFrames {
+    peer::run("video_frames.py", &[video.as_os_str()])
+}
+
+/// A DDS domain per test, so tests running at once do not hear each other.
+fn domain(test: u32) -> u16 {
+    (60 + (std::process::id() % 30) * 3 + test) as u16
+}
+
+fn node(domain: u16, params: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_orbsift_node"));
+    command
+        .arg("--ros-args")
+        .args(["-p", "backend:=cpu", "-p", "input.source:=camera"])
+        .args(params.iter().flat_map(|p| ["-p", p]))
+        .env("ROS_DOMAIN_ID", domain.to_string())
+        .env("RUST_LOG", "info");
+    command
+}
+
+/// What the node published before it exited by itself.
+struct Heard {
+    status: ExitStatus,
+    log: String,
+    features: Vec<Features>,
+    matches: Vec<Matches>,
+    last_diagnostics: Option<DiagnosticArray>,
+}
+
+impl Heard {
+    fn diagnostic(&self, key: &str) -> &str {
+        let report = self.last_diagnostics.as_ref().expect("no diagnostics");
+        report
+            .value(key)
+            .unwrap_or_else(|| panic!("no {key} in the diagnostics"))
+    }
+}
+
+/// Subscribes first, starts the node, and listens until it exits (within 240 s).
+fn run_and_listen(domain: u16, params: &[&str]) -> Heard {
+    let args = RosArgs::parse("camera_listener", &[]).unwrap();
+    let mut endpoint = DdsEndpoint::new(args, domain).unwrap();
+    let features = endpoint
+        .subscription::<Features>("features", result_qos())
+        .unwrap();
+    let matches = endpoint
+        .subscription::<Matches>("matches", result_qos())
+        .unwrap();
+    let diagnostics = endpoint
+        .subscription::<DiagnosticArray>("/diagnostics", result_qos())
+        .unwrap();
+    let mut child = node(domain, params)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start orbsift_node");
+    let mut heard = (Vec::new(), Vec::new(), None);
+    let take_all = |heard: &mut (Vec<Features>, Vec<Matches>, Option<DiagnosticArray>)| {
+        while let Some((message, _)) = features.take().unwrap() {
+            heard.0.push(message);
+        }
+        while let Some((message, _)) = matches.take().unwrap() {
+            heard.1.push(message);
+        }
+        while let Some((message, _)) = diagnostics.take().unwrap() {
+            heard.2 = Some(message);
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("orbsift_node did not finish the file within 240 s");
+        }
+        take_all(&mut heard);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // What was in flight when the node exited.
+    let drain_until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < drain_until {
+        take_all(&mut heard);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    Heard {
+        status: output.status,
+        log: String::from_utf8_lossy(&output.stderr).into_owned(),
+        features: heard.0,
+        matches: heard.1,
+        last_diagnostics: heard.2,
+    }
+}
+
+fn seconds(time: &Time) -> f64 {
+    time.as_secs_f64()
+}
+
+#[test]
+fn every_frame_of_a_video_file_gives_features_and_temporal_matches() {
+    let video = test_data("vtest_6s.avi");
+    let truth = count_frames(&video);
+    assert!(truth.frames >= 30, "{truth:?}");
+    let video_param = format!("input.device:={}", video.display());
+    let heard = run_and_listen(
+        domain(0),
+        &[
+            &video_param,
+            "input.realtime:=false",
+            "input.frame_id:=vtest",
+        ],
+    );
+    assert!(heard.status.success(), "{}\n{}", heard.status, heard.log);
+    assert!(heard.log.contains("end of"), "{}", heard.log);
+
+    assert_eq!(heard.features.len(), truth.frames, "{}", heard.log);
+    for f in &heard.features {
+        assert_eq!(f.header.frame_id, "vtest");
+        assert_eq!((f.image_width, f.image_height), (truth.width, truth.height));
+        assert!(f.x.len() > 500, "{} keypoints on a real frame", f.x.len());
+    }
+    // Stamped at capture, in capture order.
+    let stamps: Vec<f64> = heard
+        .features
+        .iter()
+        .map(|f| seconds(&f.header.stamp))
+        .collect();
+    assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{stamps:?}");
+
+    // Each frame after the first matched against the one before it.
+    assert_eq!(heard.matches.len(), truth.frames - 1);
+    for (m, pair) in heard.matches.iter().zip(heard.features.windows(2)) {
+        assert_eq!(m.mode, "temporal");
+        assert_eq!(m.header, pair[1].header);
+        assert_eq!(m.train_header, pair[0].header);
+        // A fixed camera watching people walk: most corners stay put between frames.
+        assert!(
+            m.query_idx.len() * 2 > pair[1].x.len(),
+            "{} matches for {} keypoints",
+            m.query_idx.len(),
+            pair[1].x.len()
+        );
+        assert!(m.query_idx.iter().all(|&i| (i as usize) < pair[1].x.len()));
+        assert!(m.train_idx.iter().all(|&i| (i as usize) < pair[0].x.len()));
+    }
+    assert_eq!(
+        heard.diagnostic("frames_processed"),
+        truth.frames.to_string()
+    );
+    assert_eq!(heard.diagnostic("frames_rejected"), "0");
+}
+
+#[test]
+fn an_image_sequence_is_read_in_order_and_converted_as_the_library_reads_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // Frames of one size, as a camera gives them.
+    let sources = ["basketball1.png", "basketball2.png", "basketball1.png"];
+    for (i, name) in sources.iter().enumerate() {
+        std::fs::copy(
+            test_data(name),
+            dir.path().join(format!("frame_{i:03}.png")),
+        )
+        .unwrap();
+    }
+    let pattern = dir.path().join("frame_%03d.png");
+    let param = format!("input.device:={}", pattern.display());
+    let heard = run_and_listen(domain(1), &[&param, "input.realtime:=false"]);
+    assert!(heard.status.success(), "{}\n{}", heard.status, heard.log);
+    assert_eq!(heard.features.len(), sources.len(), "{}", heard.log);
+
+    // The node's grey frames are the library's own reading of the files.
+    let config = Config {
+        backend: Backend::Cpu,
+        ..Config::default()
+    };
+    let mut extractor = orbsift::create_extractor(&config).unwrap();
+    for (message, name) in heard.features.iter().zip(sources) {
+        let image = GrayImage::open(&test_data(name)).unwrap();
+        let expected = extractor.extract(&image).unwrap();
+        assert_eq!(message.image_width as usize, image.width(), "{name}");
+        assert_eq!(message.x, expected.keypoints.x, "{name}");
+        assert_eq!(message.descriptors, expected.descriptors.data, "{name}");
+    }
+}
+
+fn failed_start(params: &[&str]) -> String {
+    let output = node(domain(2), params).output().expect("run orbsift_node");
+    assert!(!output.status.success(), "{params:?} started");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn unusable_sources_stop_the_start_with_a_clear_message() {
+    let not_a_video = test_data("H1to3p.xml");
+    let not_a_video = format!("input.device:={}", not_a_video.display());
+    for (params, expected) in [
+        (
+            &["input.device:=/nonexistent/clip.avi"][..],
+            "/nonexistent/clip.avi: no such file",
+        ),
+        (&[not_a_video.as_str()], "cannot be opened"),
+        (&["input.device:=63"], "camera 63: cannot be opened"),
+        (
+            &["input.device:=videotestsrc ! no_such_element ! appsink"],
+            "cannot be opened",
+        ),
+        (&["input.device:=videotestsrc ! fakesink"], "appsink"),
+        (&["input.fps:=-5"], "input.fps"),
+    ] {
+        let stderr = failed_start(params);
+        assert!(stderr.contains(expected), "{params:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{params:?}: {stderr}");
+    }
+}

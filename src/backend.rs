@@ -2,7 +2,7 @@
 
 use crate::config::{Algorithm, Backend, Config};
 use crate::cpu;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
 
 /// The extractor for `config.algorithm` on `config.backend`.
@@ -41,7 +41,7 @@ fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_extractor(_config: &Config) -> Result<Box<dyn Extractor>> {
-    Err(Error::CudaUnavailable(
+    Err(crate::error::Error::CudaUnavailable(
         "this build has no CUDA backend (built without the `cuda` feature)".into(),
     ))
 }
@@ -86,7 +86,7 @@ fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_matcher(_config: &Config) -> Result<Box<dyn Matcher>> {
-    Err(Error::CudaUnavailable(
+    Err(crate::error::Error::CudaUnavailable(
         "this build has no CUDA backend (built without the `cuda` feature)".into(),
     ))
 }

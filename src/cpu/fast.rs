@@ -310,11 +310,16 @@ fn score_row(
     }
     // Pixels in two overlapping blocks are scored twice, to the same value.
     for start in block_starts(inner, LANES) {
-        let ring = ring.map(|row| block::<LANES, _>(row, start));
+        let centre = block::<LANES, _>(centre, start);
+        // A loop, not `ring.map(..)`: the compiler kept that call out of line.
+        let mut ring_block = [centre; 16];
+        for (b, row) in ring_block.iter_mut().zip(&ring) {
+            *b = block(row, start);
+        }
+        let ring = ring_block;
         let out: &mut Lanes = (&mut out[start..start + LANES])
             .try_into()
             .expect("a block inside its row");
-        let centre = block(centre, start);
         if any_lane_may_be_corner(centre, &ring, threshold)
             && any_lane_has_enough_ring(centre, &ring, threshold)
         {

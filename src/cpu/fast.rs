@@ -149,6 +149,20 @@ const LANES: usize = 32;
 
 type Lanes = [u8; LANES];
 
+/// Runs `$body` for `$i` = 0..16, written out so every index is a constant: with
+/// a loop the compiler kept the 16 vectors in memory.
+macro_rules! unroll_16 {
+    (|$i:ident| $body:expr) => {{
+        unroll_16!(@ $i $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    }};
+    (@ $i:ident $body:expr; $($n:literal)*) => {{
+        $({
+            let $i: usize = $n;
+            $body;
+        })*
+    }};
+}
+
 #[inline(always)]
 fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
     let mut out = [0; LANES];
@@ -162,23 +176,22 @@ fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
 #[inline(always)]
 fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
     let mut longer = [[0; LANES]; 16];
-    for (i, run) in longer.iter_mut().enumerate() {
-        *run = lane_min(&shorter[i], &shorter[(i + step) % 16]);
-    }
+    unroll_16!(|i| longer[i] = lane_min(&shorter[i], &shorter[(i + step) % 16]));
     longer
 }
 
-/// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values.
+/// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values: each arc
+/// of 9 as two overlapping runs of 8 (`i..i+8` and `i+1..i+9`).
 #[inline(always)]
 fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
     let run8 = lane_runs(&lane_runs(&lane_runs(v, 1), 2), 4);
     let mut best = [0; LANES];
-    for (i, run) in run8.iter().enumerate() {
-        let arc = lane_min(run, &v[(i + 8) % 16]);
+    unroll_16!(|i| {
+        let arc = lane_min(&run8[i], &run8[(i + 1) % 16]);
         for j in 0..LANES {
             best[j] = best[j].max(arc[j]);
         }
-    }
+    });
     best
 }
 
@@ -253,18 +266,15 @@ fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) 
 /// best exceeds `t`.
 #[inline(always)]
 fn score_block(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8, out: &mut Lanes) {
-    let mut bright = [[0; LANES]; 16];
-    let mut dark = [[0; LANES]; 16];
-    for k in 0..16 {
-        for j in 0..LANES {
-            bright[k][j] = ring[k][j].saturating_sub(centre[j]);
-            dark[k][j] = centre[j].saturating_sub(ring[k][j]);
-        }
-    }
-    let (bright, dark) = (
-        lanes_best_arc_minimum(&bright),
-        lanes_best_arc_minimum(&dark),
-    );
+    let (mut bright, mut dark) = ([[0; LANES]; 16], [[0; LANES]; 16]);
+    unroll_16!(|k| for j in 0..LANES {
+        bright[k][j] = ring[k][j].saturating_sub(centre[j]);
+    });
+    let bright = lanes_best_arc_minimum(&bright);
+    unroll_16!(|k| for j in 0..LANES {
+        dark[k][j] = centre[j].saturating_sub(ring[k][j]);
+    });
+    let dark = lanes_best_arc_minimum(&dark);
     for j in 0..LANES {
         let best = bright[j].max(dark[j]);
         out[j] = if best > threshold { best - 1 } else { 0 };

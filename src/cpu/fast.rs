@@ -201,54 +201,57 @@ fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
 /// smooth image have none and skip the closed form.
 #[inline(always)]
 fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
-    let (bright, dark) = (
-        compass_pairs::<false>(centre, ring, threshold),
-        compass_pairs::<true>(centre, ring, threshold),
-    );
-    let mut any = [0u8; LANES];
+    let (mut above, mut below) = ([0u8; LANES], [0u8; LANES]);
     for j in 0..LANES {
-        any[j] = bright[j] | dark[j];
+        above[j] = centre[j].saturating_add(threshold);
+        below[j] = centre[j].saturating_sub(threshold);
     }
-    top_bits(&any) != 0
-}
-
-/// Per lane, 0xff where two neighbouring compass pixels both pass `threshold` on
-/// one side (`DARK`: darker than `c - t`, else brighter than `c + t`).
-#[inline(always)]
-fn compass_pairs<const DARK: bool>(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> Lanes {
-    let mut passes = [[0u8; LANES]; 4];
-    for (pass, k) in passes.iter_mut().zip([0, 4, 8, 12]) {
+    // Per compass pixel, by how much it passes `c + t` (bright) or `c - t` (dark);
+    // a pair passes when the smaller of its two is nonzero.
+    let mut bright = [[0u8; LANES]; 4];
+    let mut dark = [[0u8; LANES]; 4];
+    for (i, k) in [0, 4, 8, 12].into_iter().enumerate() {
         for j in 0..LANES {
-            let difference = if DARK {
-                centre[j].saturating_sub(ring[k][j])
-            } else {
-                ring[k][j].saturating_sub(centre[j])
-            };
-            pass[j] = if difference > threshold { 0xff } else { 0 };
+            bright[i][j] = ring[k][j].saturating_sub(above[j]);
+            dark[i][j] = below[j].saturating_sub(ring[k][j]);
         }
     }
-    let [n, e, s, w] = passes;
     let mut pairs = [0u8; LANES];
     for j in 0..LANES {
-        pairs[j] = (n[j] & e[j]) | (e[j] & s[j]) | (s[j] & w[j]) | (w[j] & n[j]);
+        let pair = |v: &[Lanes; 4], a: usize, b: usize| v[a][j].min(v[b][j]);
+        pairs[j] = (pair(&bright, 0, 1).max(pair(&bright, 1, 2)))
+            .max(pair(&bright, 2, 3).max(pair(&bright, 3, 0)))
+            .max(pair(&dark, 0, 1).max(pair(&dark, 1, 2)))
+            .max(pair(&dark, 2, 3).max(pair(&dark, 3, 0)));
     }
-    pairs
+    let mut passes = [0u8; LANES];
+    for j in 0..LANES {
+        passes[j] = if pairs[j] != 0 { 0xff } else { 0 };
+    }
+    top_bits(&passes) != 0
 }
 
 /// Whether any lane has 9 or more ring pixels brighter than `c + t` or 9 or more
-/// darker than `c - t`, which a corner needs: the second, finer rejection.
+/// darker than `c - t`, which a corner needs: the second, finer rejection. Counts
+/// the ring pixels that do not pass, with `r ⊖ (c ⊕ t) == 0` for "not brighter"
+/// (saturating `⊕`: `c + t > 255` leaves none brighter, as in [`ring_masks`]).
 #[inline(always)]
 fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
-    let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
+    let (mut above, mut below) = ([0u8; LANES], [0u8; LANES]);
+    for j in 0..LANES {
+        above[j] = centre[j].saturating_add(threshold);
+        below[j] = centre[j].saturating_sub(threshold);
+    }
+    let (mut not_bright, mut not_dark) = ([0u8; LANES], [0u8; LANES]);
     for r in ring {
         for j in 0..LANES {
-            bright[j] += u8::from(r[j].saturating_sub(centre[j]) > threshold);
-            dark[j] += u8::from(centre[j].saturating_sub(r[j]) > threshold);
+            not_bright[j] += u8::from(r[j].saturating_sub(above[j]) == 0);
+            not_dark[j] += u8::from(below[j].saturating_sub(r[j]) == 0);
         }
     }
     let mut enough = [0u8; LANES];
     for j in 0..LANES {
-        enough[j] = if bright[j].max(dark[j]) >= MIN_ARC as u8 {
+        enough[j] = if not_bright[j].min(not_dark[j]) <= 16 - MIN_ARC as u8 {
             0xff
         } else {
             0

@@ -172,6 +172,15 @@ fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
     out
 }
 
+#[inline(always)]
+fn lane_saturating_sub(a: &Lanes, b: &Lanes) -> Lanes {
+    let mut out = [0; LANES];
+    for j in 0..LANES {
+        out[j] = a[j].saturating_sub(b[j]);
+    }
+    out
+}
+
 /// Per lane, minima of runs twice as long: `longer[i] = min(shorter[i], shorter[i + step])`.
 #[inline(always)]
 fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
@@ -269,14 +278,11 @@ fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) 
 /// best exceeds `t`.
 #[inline(always)]
 fn score_block(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8, out: &mut Lanes) {
+    // Whole vectors assigned (not lanes): the compiler then drops the zeroing.
     let (mut bright, mut dark) = ([[0; LANES]; 16], [[0; LANES]; 16]);
-    unroll_16!(|k| for j in 0..LANES {
-        bright[k][j] = ring[k][j].saturating_sub(centre[j]);
-    });
+    unroll_16!(|k| bright[k] = lane_saturating_sub(ring[k], centre));
     let bright = lanes_best_arc_minimum(&bright);
-    unroll_16!(|k| for j in 0..LANES {
-        dark[k][j] = centre[j].saturating_sub(ring[k][j]);
-    });
+    unroll_16!(|k| dark[k] = lane_saturating_sub(centre, ring[k]));
     let dark = lanes_best_arc_minimum(&dark);
     for j in 0..LANES {
         let best = bright[j].max(dark[j]);

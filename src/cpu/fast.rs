@@ -204,17 +204,26 @@ fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
     best
 }
 
-/// Whether any lane may be a corner at `threshold`: an arc of 9 ring pixels holds
-/// two neighbouring compass pixels (ring 0, 4, 8, 12), so a corner has such a pair
-/// both brighter than `c + t` or both darker than `c - t`. Most blocks of a
-/// smooth image have none and skip the closed form.
+/// Per lane `(c ⊕ t, c ⊖ t)`, saturating: a ring pixel is brighter than `c + t` iff
+/// `r ⊖ (c ⊕ t) != 0` and darker than `c - t` iff `(c ⊖ t) ⊖ r != 0` (`c + t > 255`
+/// leaves none brighter, `c < t` none darker, as in [`ring_masks`]). Computed once
+/// per block for both rejections.
 #[inline(always)]
-fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
+fn lane_bounds(centre: &Lanes, threshold: u8) -> (Lanes, Lanes) {
     let (mut above, mut below) = ([0u8; LANES], [0u8; LANES]);
     for j in 0..LANES {
         above[j] = centre[j].saturating_add(threshold);
         below[j] = centre[j].saturating_sub(threshold);
     }
+    (above, below)
+}
+
+/// Whether any lane may be a corner at `t`: an arc of 9 ring pixels holds
+/// two neighbouring compass pixels (ring 0, 4, 8, 12), so a corner has such a pair
+/// both brighter than `c + t` or both darker than `c - t`. Most blocks of a
+/// smooth image have none and skip the closed form.
+#[inline(always)]
+fn any_lane_may_be_corner((above, below): &(Lanes, Lanes), ring: &[&Lanes; 16]) -> bool {
     // Per compass pixel, by how much it passes `c + t` (bright) or `c - t` (dark);
     // a pair passes when the smaller of its two is nonzero.
     let mut bright = [[0u8; LANES]; 4];
@@ -242,15 +251,9 @@ fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) ->
 
 /// Whether any lane has 9 or more ring pixels brighter than `c + t` or 9 or more
 /// darker than `c - t`, which a corner needs: the second, finer rejection. Counts
-/// the ring pixels that do not pass, with `r ⊖ (c ⊕ t) == 0` for "not brighter"
-/// (saturating `⊕`: `c + t > 255` leaves none brighter, as in [`ring_masks`]).
+/// the ring pixels that do not pass.
 #[inline(always)]
-fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
-    let (mut above, mut below) = ([0u8; LANES], [0u8; LANES]);
-    for j in 0..LANES {
-        above[j] = centre[j].saturating_add(threshold);
-        below[j] = centre[j].saturating_sub(threshold);
-    }
+fn any_lane_has_enough_ring((above, below): &(Lanes, Lanes), ring: &[&Lanes; 16]) -> bool {
     let (mut not_bright, mut not_dark) = ([0u8; LANES], [0u8; LANES]);
     for r in ring {
         for j in 0..LANES {
@@ -339,9 +342,8 @@ fn score_row(
         let out: &mut Lanes = (&mut out[start..start + LANES])
             .try_into()
             .expect("a block inside its row");
-        if any_lane_may_be_corner(centre, &ring, threshold)
-            && any_lane_has_enough_ring(centre, &ring, threshold)
-        {
+        let bounds = lane_bounds(centre, threshold);
+        if any_lane_may_be_corner(&bounds, &ring) && any_lane_has_enough_ring(&bounds, &ring) {
             score_block(centre, &ring, threshold, out);
         }
     }

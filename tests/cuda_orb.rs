@@ -252,8 +252,13 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
             );
         }
         assert_eq!(differing, 0, "level {l}: {differing} FAST scores differ");
+        // The CPU smooths only the tiles its descriptors read.
         if let Some(reference) = level.smoothed {
-            assert!(reference == &smoothed[..], "level {l}: smoothing differs");
+            let differing = (0..reference.len())
+                .filter(|&i| level.smoothed_tiles.covers(i % width, i / width))
+                .filter(|&i| reference[i] != smoothed[i])
+                .count();
+            assert_eq!(differing, 0, "level {l}: smoothing differs");
         }
         let set = |f: &Features| {
             let mut points: Vec<(u32, u32)> = (0..f.len())

@@ -337,9 +337,26 @@ fn stage_views_hold_what_the_stage_functions_compute() {
     let mut scores = vec![0; w * h];
     score_map(&resized, w, score_map_threshold(&config), &mut scores);
     assert_eq!(level1.scores, &scores[..]);
+    // The smoothed level holds the full blur on the tiles it covers, and those
+    // cover the rBRIEF reach of every keypoint.
     let mut smoothed = vec![0; w * h];
     gaussian_blur(&resized, w, &mut smoothed, &mut Vec::new());
-    assert_eq!(level1.smoothed, Some(&smoothed[..]));
+    let tiled = level1.smoothed.expect("level 1 has keypoints");
+    let covered: Vec<usize> = (0..w * h)
+        .filter(|&i| level1.smoothed_tiles.covers(i % w, i / w))
+        .collect();
+    assert!(covered.iter().all(|&i| tiled[i] == smoothed[i]));
+    let reach = orbsift::cpu::brief::PATTERN_REACH;
+    for k in level1.keypoints {
+        let (x, y) = (k.x as usize, k.y as usize);
+        for (dx, dy) in [(0, 0), (reach, reach), (0, 2 * reach), (2 * reach, 0)] {
+            assert!(level1.smoothed_tiles.covers(x + dx - reach, y + dy - reach));
+        }
+    }
+    assert!(
+        covered.len() < w * h,
+        "graf3's level 1 is not smoothed everywhere"
+    );
     let on_level1 = features
         .keypoints
         .octave

@@ -102,23 +102,23 @@ pub fn describe(
     y: usize,
     (cos, sin): (f64, f64),
 ) -> [u8; DESCRIPTOR_BYTES] {
-    // Offsets of all 512 points first (a loop of f64 arithmetic that vectorises),
-    // then the reads and compares.
-    let mut offsets = [0isize; 2 * 256];
-    for (offset, point) in offsets
-        .iter_mut()
-        .zip(PATTERN.as_flattened().chunks_exact(2))
-    {
-        let (px, py) = (f64::from(point[0]), f64::from(point[1]));
-        let row = round_half_even(px * sin + py * cos) as isize;
-        let col = round_half_even(px * cos - py * sin) as isize;
-        *offset = row * width as isize + col;
-    }
     let centre = (y * width + x) as isize;
     let sample = |offset: isize| smoothed[(centre + offset) as usize];
     let mut descriptor = [0u8; DESCRIPTOR_BYTES];
-    for (k, pair) in offsets.chunks_exact(2).enumerate() {
-        descriptor[k / 8] |= u8::from(sample(pair[0]) < sample(pair[1])) << (k % 8);
+    for (byte, tests) in descriptor.iter_mut().zip(PATTERN.chunks_exact(8)) {
+        // The offsets of the byte's 16 points first (f64 arithmetic that
+        // vectorises), then the reads and compares. A byte at a time: offsets for
+        // all 512 points cost a 4 KB zeroed array per keypoint.
+        let mut offsets = [0isize; 16];
+        for (offset, point) in offsets.iter_mut().zip(tests.as_flattened().chunks_exact(2)) {
+            let (px, py) = (f64::from(point[0]), f64::from(point[1]));
+            let row = round_half_even(px * sin + py * cos) as isize;
+            let col = round_half_even(px * cos - py * sin) as isize;
+            *offset = row * width as isize + col;
+        }
+        for (bit, pair) in offsets.chunks_exact(2).enumerate() {
+            *byte |= u8::from(sample(pair[0]) < sample(pair[1])) << bit;
+        }
     }
     descriptor
 }

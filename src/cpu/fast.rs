@@ -149,6 +149,20 @@ const LANES: usize = 32;
 
 type Lanes = [u8; LANES];
 
+/// Runs `$body` for `$i` = 0..16, written out so every index is a constant: with
+/// a loop the compiler kept the 16 vectors in memory.
+macro_rules! unroll_16 {
+    (|$i:ident| $body:expr) => {{
+        unroll_16!(@ $i $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    }};
+    (@ $i:ident $body:expr; $($n:literal)*) => {{
+        $({
+            let $i: usize = $n;
+            $body;
+        })*
+    }};
+}
+
 #[inline(always)]
 fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
     let mut out = [0; LANES];
@@ -158,84 +172,98 @@ fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
     out
 }
 
+#[inline(always)]
+fn lane_saturating_sub(a: &Lanes, b: &Lanes) -> Lanes {
+    let mut out = [0; LANES];
+    for j in 0..LANES {
+        out[j] = a[j].saturating_sub(b[j]);
+    }
+    out
+}
+
 /// Per lane, minima of runs twice as long: `longer[i] = min(shorter[i], shorter[i + step])`.
 #[inline(always)]
 fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
     let mut longer = [[0; LANES]; 16];
-    for (i, run) in longer.iter_mut().enumerate() {
-        *run = lane_min(&shorter[i], &shorter[(i + step) % 16]);
-    }
+    unroll_16!(|i| longer[i] = lane_min(&shorter[i], &shorter[(i + step) % 16]));
     longer
 }
 
-/// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values.
+/// Per lane, the best arc minimum of [`best_arc_minimum`] over u8 values: each arc
+/// of 9 as two overlapping runs of 8 (`i..i+8` and `i+1..i+9`).
 #[inline(always)]
 fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
     let run8 = lane_runs(&lane_runs(&lane_runs(v, 1), 2), 4);
     let mut best = [0; LANES];
-    for (i, run) in run8.iter().enumerate() {
-        let arc = lane_min(run, &v[(i + 8) % 16]);
+    unroll_16!(|i| {
+        let arc = lane_min(&run8[i], &run8[(i + 1) % 16]);
         for j in 0..LANES {
             best[j] = best[j].max(arc[j]);
         }
-    }
+    });
     best
 }
 
-/// Whether any lane may be a corner at `threshold`: an arc of 9 ring pixels holds
+/// Per lane `(c ⊕ t, c ⊖ t)`, saturating: a ring pixel is brighter than `c + t` iff
+/// `r ⊖ (c ⊕ t) != 0` and darker than `c - t` iff `(c ⊖ t) ⊖ r != 0` (`c + t > 255`
+/// leaves none brighter, `c < t` none darker, as in [`ring_masks`]). Computed once
+/// per block for both rejections.
+#[inline(always)]
+fn lane_bounds(centre: &Lanes, threshold: u8) -> (Lanes, Lanes) {
+    let (mut above, mut below) = ([0u8; LANES], [0u8; LANES]);
+    for j in 0..LANES {
+        above[j] = centre[j].saturating_add(threshold);
+        below[j] = centre[j].saturating_sub(threshold);
+    }
+    (above, below)
+}
+
+/// Whether any lane may be a corner at `t`: an arc of 9 ring pixels holds
 /// two neighbouring compass pixels (ring 0, 4, 8, 12), so a corner has such a pair
 /// both brighter than `c + t` or both darker than `c - t`. Most blocks of a
 /// smooth image have none and skip the closed form.
 #[inline(always)]
-fn any_lane_may_be_corner(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
-    let (bright, dark) = (
-        compass_pairs::<false>(centre, ring, threshold),
-        compass_pairs::<true>(centre, ring, threshold),
-    );
-    let mut any = [0u8; LANES];
-    for j in 0..LANES {
-        any[j] = bright[j] | dark[j];
-    }
-    top_bits(&any) != 0
-}
-
-/// Per lane, 0xff where two neighbouring compass pixels both pass `threshold` on
-/// one side (`DARK`: darker than `c - t`, else brighter than `c + t`).
-#[inline(always)]
-fn compass_pairs<const DARK: bool>(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> Lanes {
-    let mut passes = [[0u8; LANES]; 4];
-    for (pass, k) in passes.iter_mut().zip([0, 4, 8, 12]) {
+fn any_lane_may_be_corner((above, below): &(Lanes, Lanes), ring: &[&Lanes; 16]) -> bool {
+    // Per compass pixel, by how much it passes `c + t` (bright) or `c - t` (dark);
+    // a pair passes when the smaller of its two is nonzero.
+    let mut bright = [[0u8; LANES]; 4];
+    let mut dark = [[0u8; LANES]; 4];
+    for (i, k) in [0, 4, 8, 12].into_iter().enumerate() {
         for j in 0..LANES {
-            let difference = if DARK {
-                centre[j].saturating_sub(ring[k][j])
-            } else {
-                ring[k][j].saturating_sub(centre[j])
-            };
-            pass[j] = if difference > threshold { 0xff } else { 0 };
+            bright[i][j] = ring[k][j].saturating_sub(above[j]);
+            dark[i][j] = below[j].saturating_sub(ring[k][j]);
         }
     }
-    let [n, e, s, w] = passes;
     let mut pairs = [0u8; LANES];
     for j in 0..LANES {
-        pairs[j] = (n[j] & e[j]) | (e[j] & s[j]) | (s[j] & w[j]) | (w[j] & n[j]);
+        let pair = |v: &[Lanes; 4], a: usize, b: usize| v[a][j].min(v[b][j]);
+        pairs[j] = (pair(&bright, 0, 1).max(pair(&bright, 1, 2)))
+            .max(pair(&bright, 2, 3).max(pair(&bright, 3, 0)))
+            .max(pair(&dark, 0, 1).max(pair(&dark, 1, 2)))
+            .max(pair(&dark, 2, 3).max(pair(&dark, 3, 0)));
     }
-    pairs
+    let mut passes = [0u8; LANES];
+    for j in 0..LANES {
+        passes[j] = if pairs[j] != 0 { 0xff } else { 0 };
+    }
+    top_bits(&passes) != 0
 }
 
 /// Whether any lane has 9 or more ring pixels brighter than `c + t` or 9 or more
-/// darker than `c - t`, which a corner needs: the second, finer rejection.
+/// darker than `c - t`, which a corner needs: the second, finer rejection. Counts
+/// the ring pixels that do not pass.
 #[inline(always)]
-fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) -> bool {
-    let (mut bright, mut dark) = ([0u8; LANES], [0u8; LANES]);
+fn any_lane_has_enough_ring((above, below): &(Lanes, Lanes), ring: &[&Lanes; 16]) -> bool {
+    let (mut not_bright, mut not_dark) = ([0u8; LANES], [0u8; LANES]);
     for r in ring {
         for j in 0..LANES {
-            bright[j] += u8::from(r[j].saturating_sub(centre[j]) > threshold);
-            dark[j] += u8::from(centre[j].saturating_sub(r[j]) > threshold);
+            not_bright[j] += u8::from(r[j].saturating_sub(above[j]) == 0);
+            not_dark[j] += u8::from(below[j].saturating_sub(r[j]) == 0);
         }
     }
     let mut enough = [0u8; LANES];
     for j in 0..LANES {
-        enough[j] = if bright[j].max(dark[j]) >= MIN_ARC as u8 {
+        enough[j] = if not_bright[j].min(not_dark[j]) <= 16 - MIN_ARC as u8 {
             0xff
         } else {
             0
@@ -253,18 +281,12 @@ fn any_lane_has_enough_ring(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8) 
 /// best exceeds `t`.
 #[inline(always)]
 fn score_block(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8, out: &mut Lanes) {
-    let mut bright = [[0; LANES]; 16];
-    let mut dark = [[0; LANES]; 16];
-    for k in 0..16 {
-        for j in 0..LANES {
-            bright[k][j] = ring[k][j].saturating_sub(centre[j]);
-            dark[k][j] = centre[j].saturating_sub(ring[k][j]);
-        }
-    }
-    let (bright, dark) = (
-        lanes_best_arc_minimum(&bright),
-        lanes_best_arc_minimum(&dark),
-    );
+    // Whole vectors assigned (not lanes): the compiler then drops the zeroing.
+    let (mut bright, mut dark) = ([[0; LANES]; 16], [[0; LANES]; 16]);
+    unroll_16!(|k| bright[k] = lane_saturating_sub(ring[k], centre));
+    let bright = lanes_best_arc_minimum(&bright);
+    unroll_16!(|k| dark[k] = lane_saturating_sub(centre, ring[k]));
+    let dark = lanes_best_arc_minimum(&dark);
     for j in 0..LANES {
         let best = bright[j].max(dark[j]);
         out[j] = if best > threshold { best - 1 } else { 0 };
@@ -310,14 +332,18 @@ fn score_row(
     }
     // Pixels in two overlapping blocks are scored twice, to the same value.
     for start in block_starts(inner, LANES) {
-        let ring = ring.map(|row| block::<LANES, _>(row, start));
+        let centre = block::<LANES, _>(centre, start);
+        // A loop, not `ring.map(..)`: the compiler kept that call out of line.
+        let mut ring_block = [centre; 16];
+        for (b, row) in ring_block.iter_mut().zip(&ring) {
+            *b = block(row, start);
+        }
+        let ring = ring_block;
         let out: &mut Lanes = (&mut out[start..start + LANES])
             .try_into()
             .expect("a block inside its row");
-        let centre = block(centre, start);
-        if any_lane_may_be_corner(centre, &ring, threshold)
-            && any_lane_has_enough_ring(centre, &ring, threshold)
-        {
+        let bounds = lane_bounds(centre, threshold);
+        if any_lane_may_be_corner(&bounds, &ring) && any_lane_has_enough_ring(&bounds, &ring) {
             score_block(centre, &ring, threshold, out);
         }
     }

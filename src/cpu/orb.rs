@@ -12,7 +12,7 @@ use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
 use super::blocks::widest_vectors;
-use super::blur::gaussian_blur;
+use super::blur::{blur_tiles, BlurTiles};
 use super::brief::{describe, steering, DESCRIPTOR_BYTES, PATTERN_REACH};
 use super::candidates::{
     apply_cell_thresholds, apply_threshold, local_maxima, Candidate, DetectionArea, Grid,
@@ -41,6 +41,8 @@ struct LevelWork {
     grid: Option<Grid>,
     scores: Vec<u8>,
     smoothed: Vec<u8>,
+    /// The tiles of `smoothed` that hold the smoothed level: those rBRIEF reads.
+    smoothed_tiles: BlurTiles,
     blur_rows: Vec<u16>,
     candidates: Vec<Candidate>,
     cell_strong: Vec<bool>,
@@ -65,8 +67,11 @@ pub struct LevelView<'a> {
     pub image: Option<&'a [u8]>,
     /// FAST scores at [`score_map_threshold`], one per pixel.
     pub scores: &'a [u8],
-    /// The smoothed level (`None` when the level has no keypoint: it is not smoothed).
+    /// The smoothed level (`None` when the level has no keypoint: it is not
+    /// smoothed), valid on the tiles that `smoothed_tiles` covers: those within
+    /// reach of a keypoint's rBRIEF pattern.
     pub smoothed: Option<&'a [u8]>,
+    pub smoothed_tiles: &'a BlurTiles,
     pub keypoints: &'a [LevelKeypoint],
     /// `DESCRIPTOR_BYTES` per keypoint.
     pub descriptors: &'a [u8],
@@ -132,6 +137,7 @@ impl OrbExtractor {
                         },
                         scores: vec![0; g.width * g.height],
                         smoothed: Vec::new(),
+                        smoothed_tiles: BlurTiles::default(),
                         blur_rows: Vec::new(),
                         candidates: Vec::new(),
                         cell_strong: Vec::new(),
@@ -180,6 +186,7 @@ impl OrbExtractor {
             image: level.taps.as_ref().map(|_| &level.image[..]),
             scores: &level.work.scores,
             smoothed: (!level.work.keypoints.is_empty()).then_some(&level.work.smoothed[..]),
+            smoothed_tiles: &level.work.smoothed_tiles,
             keypoints: &level.work.keypoints,
             descriptors: &level.work.descriptors,
         })
@@ -221,9 +228,9 @@ impl OrbExtractor {
         }
         let placed = &placed;
         self.for_each_level(image.data(), |pixels, work| {
-            if placed.iter().any(|p| p.0 == work.index) {
-                work.smooth(pixels);
-            }
+            let index = work.index;
+            let here = placed.iter().filter(|p| p.0 == index);
+            work.smooth_around(pixels, here.map(|&(_, x, y, _)| (x, y)));
         });
         let mut data = vec![0u8; keypoints.len() * DESCRIPTOR_BYTES];
         for (out, &(level, x, y, steer)) in data.chunks_exact_mut(DESCRIPTOR_BYTES).zip(placed) {
@@ -247,11 +254,18 @@ pub fn score_map_threshold(config: &OrbConfig) -> u8 {
 }
 
 impl LevelWork {
-    fn smooth(&mut self, pixels: &[u8]) {
+    /// Smooths the tiles that rBRIEF reads around `keypoints` (level positions).
+    fn smooth_around(&mut self, pixels: &[u8], keypoints: impl Iterator<Item = (usize, usize)>) {
+        let (width, height) = (self.geometry.width, self.geometry.height);
+        self.smoothed_tiles.clear(width, height);
+        for (x, y) in keypoints {
+            self.smoothed_tiles.mark_around(x, y, PATTERN_REACH);
+        }
         self.smoothed.resize(pixels.len(), 0);
-        gaussian_blur(
+        blur_tiles(
             pixels,
-            self.geometry.width,
+            width,
+            &self.smoothed_tiles,
             &mut self.smoothed,
             &mut self.blur_rows,
         );
@@ -293,7 +307,13 @@ impl LevelWork {
         if candidates.is_empty() {
             return;
         }
-        self.smooth(pixels);
+        // Taken out for the call, which borrows the rest of `self` mutably.
+        let selected = std::mem::take(&mut self.candidates);
+        self.smooth_around(
+            pixels,
+            selected.iter().map(|c| (c.x as usize, c.y as usize)),
+        );
+        self.candidates = selected;
         describe_candidates_widest(
             &self.candidates,
             pixels,

@@ -88,6 +88,8 @@ impl RowCache {
         let last = src_row.len() - 1;
         let out = &mut self.rows[slot];
         out.resize(x_taps.first.len(), 0);
+        // Only x86-64 has a vector path that may take a first part of the row.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use image::imageops::{resize, FilterType};
 use orbsift::config::Distribution;
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::{Extractor, GrayImage, OrbConfig};
@@ -20,19 +19,15 @@ const SIZES: [(u32, u32); 2] = [(640, 480), (1920, 1080)];
 fn frame(width: u32, height: u32) -> GrayImage {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let source = GrayImage::open(&root.join("tests/data/graf1.png")).expect("graf1.png");
-    let grey = image::GrayImage::from_raw(
-        source.width() as u32,
-        source.height() as u32,
-        source.into_data(),
-    )
-    .expect("grey buffer");
-    let scaled = resize(&grey, width, height, FilterType::Triangle);
+    let scaled = source
+        .resized(width as usize, height as usize)
+        .expect("bench frame");
     let dir = root.join("target/bench-frames");
     std::fs::create_dir_all(&dir).expect("target/bench-frames");
     scaled
-        .save(dir.join(format!("graf1_{width}x{height}.png")))
+        .save(&dir.join(format!("graf1_{width}x{height}.png")))
         .expect("save frame");
-    GrayImage::new(width as usize, height as usize, scaled.into_raw()).expect("frame")
+    scaled
 }
 
 /// One thread: the calling thread itself, which does all the work (a thread can

@@ -5,20 +5,14 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use image::imageops::{resize, FilterType};
 use orbsift::cpu::sift::SiftExtractor;
 use orbsift::{GrayImage, SiftConfig};
 
 fn input(root: &Path, name: &str, width: u32, height: u32) -> GrayImage {
     let source = GrayImage::open(&root.join("tests/data").join(name)).expect("bench image");
-    let buffer = image::GrayImage::from_raw(
-        source.width() as u32,
-        source.height() as u32,
-        source.into_data(),
-    )
-    .expect("sizes agree");
-    let resized = resize(&buffer, width, height, FilterType::Triangle);
-    let image = GrayImage::new(width as usize, height as usize, resized.into_raw()).unwrap();
+    let image = source
+        .resized(width as usize, height as usize)
+        .expect("bench frame");
     let out = root.join(format!("target/sift_bench_{width}x{height}.pgm"));
     image.save(&out).expect("bench input written");
     image

@@ -19,15 +19,9 @@ fn main() {
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let source = GrayImage::open(&root.join("tests/data/graf1.png")).expect("graf1.png");
-    let grey = image::GrayImage::from_raw(
-        source.width() as u32,
-        source.height() as u32,
-        source.into_data(),
-    )
-    .expect("grey buffer");
-    let scaled =
-        image::imageops::resize(&grey, width, height, image::imageops::FilterType::Triangle);
-    let frame = GrayImage::new(width as usize, height as usize, scaled.into_raw()).expect("frame");
+    let frame = source
+        .resized(width as usize, height as usize)
+        .expect("frame");
     let config = OrbConfig {
         distribution,
         ..OrbConfig::default()

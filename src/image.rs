@@ -193,6 +193,26 @@ impl GrayImage {
         })
     }
 
+    /// The image stretched to `width` x `height` with bilinear filtering (the `image`
+    /// crate's `Triangle`): how benchmarks and tests make frames of every size from one photo.
+    pub fn resized(&self, width: usize, height: usize) -> Result<Self> {
+        check_size(width, height)?;
+        // Both sizes are at most MAX_SIDE, so they fit in u32.
+        let source = image::ImageBuffer::<image::Luma<u8>, &[u8]>::from_raw(
+            self.width as u32,
+            self.height as u32,
+            &self.data,
+        )
+        .ok_or_else(|| Error::InvalidImage("pixel buffer shorter than its size".into()))?;
+        let out = image::imageops::resize(
+            &source,
+            width as u32,
+            height as u32,
+            image::imageops::FilterType::Triangle,
+        );
+        Self::new(width, height, out.into_raw())
+    }
+
     pub fn width(&self) -> usize {
         self.width
     }
@@ -248,6 +268,20 @@ mod tests {
             big_endian: false,
             data,
         }
+    }
+
+    #[test]
+    fn resizing_keeps_a_ramp_a_ramp_and_refuses_zero_sizes() {
+        let ramp: Vec<u8> = (0..64).flat_map(|_| (0..64).map(|x| x * 4)).collect();
+        let image = GrayImage::new(64, 64, ramp).unwrap();
+        let half = image.resized(32, 16).unwrap();
+        assert_eq!((half.width(), half.height()), (32, 16));
+        for y in 0..16 {
+            let row = half.row(y);
+            assert!(row.windows(2).all(|p| p[0] < p[1]), "row {y}: {row:?}");
+            assert_eq!(row, half.row(0));
+        }
+        assert!(matches!(image.resized(0, 10), Err(Error::InvalidImage(_))));
     }
 
     #[test]

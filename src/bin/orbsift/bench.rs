@@ -65,7 +65,7 @@ pub fn run(
     for (width, height) in SIZES {
         let frames = sources
             .iter()
-            .map(|source| resized(source, width, height))
+            .map(|source| source.resized(width, height))
             .collect::<Result<Vec<_>>>()?;
         let row = if backend == "cuda" {
             gpu_row(config, sm_limit, &frames, iterations, matcher.as_mut())?
@@ -206,21 +206,4 @@ fn median(values: &mut [f64]) -> f64 {
 
 fn minimum(values: &[f64]) -> f64 {
     values.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-/// `source` stretched to `width` x `height` with bilinear filtering.
-fn resized(source: &GrayImage, width: usize, height: usize) -> Result<GrayImage> {
-    let buffer = image::GrayImage::from_raw(
-        source.width() as u32,
-        source.height() as u32,
-        source.data().to_vec(),
-    )
-    .expect("a GrayImage holds width * height bytes");
-    let out = image::imageops::resize(
-        &buffer,
-        width as u32,
-        height as u32,
-        image::imageops::FilterType::Triangle,
-    );
-    GrayImage::new(width, height, out.into_raw())
 }

@@ -179,15 +179,18 @@ __device__ __forceinline__ void blur_dog_stage(
     }
 }
 
-// One kernel per window size, so each keeps only the registers its radius needs
-// (and as many blocks per SM as fit without spilling); the host launches, per stage,
-// the smallest that holds the stage's largest radius.
+// One kernel per window size, so each keeps only the registers its radius needs;
+// the host launches, per stage, the smallest that holds the stage's largest radius.
+// The radius-8 kernel is held to 64 registers (4 blocks/SM, a 24-byte spill): measured
+// no slower on the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM.
+// Radius 16 at 3 blocks/SM (80 registers, 104-byte spill) was faster upscaled and on
+// 8 SMs but up to 10 % slower on small frames without upscaling (perf/RESULTS.md).
 #define BLUR_DOG_KERNEL(MAXR, MIN_BLOCKS)                                                       \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) sift_blur_dog_r##MAXR( \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
         blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
     }
-BLUR_DOG_KERNEL(8, 3)
+BLUR_DOG_KERNEL(8, 4)
 BLUR_DOG_KERNEL(16, 2)
 BLUR_DOG_KERNEL(32, 1)

@@ -26,6 +26,9 @@ command -v python3 >/dev/null || missing+=(python3 python3-venv)
 pkg-config --exists opencv4 2>/dev/null || missing+=(libopencv-dev)
 command -v clang >/dev/null || missing+=(clang)
 compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
+# The camera tests' GStreamer pipeline (videotestsrc, videoconvert, appsink).
+compgen -G '/usr/lib/*/gstreamer-1.0/libgstvideotestsrc.so' >/dev/null ||
+    missing+=(gstreamer1.0-plugins-base)
 
 apt_install() {
     echo "setup: installing $*"

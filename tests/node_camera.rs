@@ -31,7 +31,7 @@ fn count_frames(video: &Path) -> VideoFrames {
 
 /// A DDS domain per test, so tests running at once do not hear each other.
 fn domain(test: u32) -> u16 {
-    (60 + (std::process::id() % 30) * 3 + test) as u16
+    (60 + (std::process::id() % 30) * 4 + test) as u16
 }
 
 fn node(domain: u16, params: &[&str]) -> Command {
@@ -206,6 +206,31 @@ fn an_image_sequence_is_read_in_order_and_converted_as_the_library_reads_files()
         assert_eq!(message.x, expected.keypoints.x, "{name}");
         assert_eq!(message.descriptors, expected.descriptors.data, "{name}");
     }
+}
+
+#[test]
+fn a_gstreamer_pipeline_is_read_and_its_silence_ends_the_node_without_spinning() {
+    let pipeline = "input.device:=videotestsrc pattern=ball num-buffers=20 \
+        ! video/x-raw,width=320,height=240 ! videoconvert ! video/x-raw,format=BGR ! appsink";
+    let started = Instant::now();
+    let heard = run_and_listen(domain(3), &[pipeline, "input.frame_id:=gst"]);
+    // A live source does not wait for subscribers: the first frames may go out before
+    // discovery has matched the listener, so every frame is counted by the node itself.
+    assert_eq!(heard.diagnostic("frames_processed"), "20", "{}", heard.log);
+    assert!((10..=20).contains(&heard.features.len()), "{}", heard.log);
+    for f in &heard.features {
+        assert_eq!(f.header.frame_id, "gst");
+        assert_eq!((f.image_width, f.image_height), (320, 240));
+        assert!(!f.x.is_empty(), "a moving ball has corners");
+    }
+    assert!(!heard.matches.is_empty());
+    // A pipeline is a live source: after its last buffer it is lost, not finished.
+    assert!(!heard.status.success(), "{}", heard.log);
+    assert!(heard.log.contains("no frame for 5 s"), "{}", heard.log);
+    assert!(started.elapsed() >= Duration::from_secs(5));
+    // Failed reads are retried every 10 ms, not in a busy loop.
+    let failed: u64 = heard.diagnostic("frames_rejected").parse().unwrap();
+    assert!((1..=600).contains(&failed), "{failed} failed reads in 5 s");
 }
 
 fn failed_start(params: &[&str]) -> String {

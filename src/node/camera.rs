@@ -13,6 +13,9 @@ use crate::msgs::DiagnosticArray;
 
 /// A live source that gives no frame for this long is considered lost.
 const LOST_AFTER: Duration = Duration::from_secs(5);
+/// A live source that gave no frame is asked again after this pause: a finished or
+/// unplugged one fails at once, and must not spin a core until LOST_AFTER.
+const RETRY_AFTER: Duration = Duration::from_millis(10);
 
 /// How often a node waiting for a `features` subscriber looks again.
 const SUBSCRIBER_POLL: Duration = Duration::from_millis(50);
@@ -99,6 +102,7 @@ impl CameraInput {
                             reason: format!("no frame for {} s: giving up", LOST_AFTER.as_secs()),
                         });
                     }
+                    std::thread::sleep(RETRY_AFTER);
                 }
                 Read::End if input.looping && frames > frames_at_start => {
                     frames_at_start = frames;

@@ -127,6 +127,11 @@ const SUBSCRIBER_CHECK_PERIOD: Duration = Duration::from_millis(500);
 /// counts as subscribed once it has been known this long.
 const MATCH_SETTLE: Duration = Duration::from_millis(500);
 
+/// After the end of a file the writers stay this long: a reader that lost a sample of the
+/// last frames gets it repaired on the writer's next heartbeat (every 100 ms while a
+/// reader is behind), which an exiting node would no longer send.
+const END_OF_STREAM_LINGER: Duration = Duration::from_secs(1);
+
 /// The node's publishers.
 struct DdsOutputs {
     features: Publisher<msgs::Features>,
@@ -263,12 +268,17 @@ fn capture(
             let _ = finished.send(());
             result
         });
-        futures::executor::block_on(futures::future::select(stop, done));
+        let ended = futures::executor::block_on(futures::future::select(stop, done));
+        let end_of_stream = matches!(ended, futures::future::Either::Right(_));
         stopping.store(true, Ordering::Relaxed);
         log::info!("shutting down");
-        worker
+        let result = worker
             .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        if end_of_stream && result.is_ok() {
+            std::thread::sleep(END_OF_STREAM_LINGER);
+        }
+        result
     })
 }
 

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute as Attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
+use crate::config::MemoryMode;
 use crate::cuda::availability::availability;
 use crate::cuda::compiler::Arch;
 use crate::cuda::modules::{cache_dir, MODULES};
@@ -59,6 +60,36 @@ impl Gpu {
             arch,
             modules,
         })
+    }
+
+    /// Whether a pipeline opened with `memory` keeps its frames in unified memory here.
+    pub fn uses_unified(&self, memory: MemoryMode) -> bool {
+        match memory {
+            MemoryMode::Auto => self.integrated,
+            MemoryMode::Unified => true,
+            MemoryMode::Device => false,
+        }
+    }
+
+    /// The one line a pipeline logs when it opens on this GPU.
+    pub fn log_pipeline(&self, pipeline: &str, sm_limit: Option<u32>, unified: bool) {
+        log::info!(
+            "{pipeline} on {} ({}, {} SMs{}), {} memory",
+            self.name,
+            self.arch,
+            self.sm_count,
+            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
+            if unified { "unified" } else { "device" }
+        );
+    }
+
+    /// The events a frame records: before the upload, after it, after the extraction.
+    pub fn frame_events(&self) -> Result<[CudaEvent; 3]> {
+        let event = || {
+            self.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        };
+        Ok([event()?, event()?, event()?])
     }
 
     pub fn function(&self, module: &str, name: &str) -> Result<CudaFunction> {

@@ -233,11 +233,7 @@ impl CudaOrbExtractor {
             ));
         }
         let gpu = Gpu::open(0)?;
-        let unified = match memory {
-            MemoryMode::Auto => gpu.integrated,
-            MemoryMode::Unified => true,
-            MemoryMode::Device => false,
-        };
+        let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
         let arc: Vec<u64> = arc_table().to_vec();
@@ -250,19 +246,8 @@ impl CudaOrbExtractor {
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
-        log::info!(
-            "CUDA ORB on {} ({}, {} SMs{}), {} memory",
-            gpu.name,
-            gpu.arch,
-            gpu.sm_count,
-            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
-            if unified { "unified" } else { "device" }
-        );
-        let timing_event = || {
-            gpu.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-        };
-        let events = [timing_event()?, timing_event()?, timing_event()?];
+        gpu.log_pipeline("CUDA ORB", sm_limit, unified);
+        let events = gpu.frame_events()?;
         Ok(Self {
             events,
             config,

@@ -62,25 +62,10 @@ impl CudaSiftExtractor {
         }
         let taps = Taps::new(&config)?;
         let gpu = Gpu::open(0)?;
-        let unified = match memory {
-            MemoryMode::Auto => gpu.integrated,
-            MemoryMode::Unified => true,
-            MemoryMode::Device => false,
-        };
+        let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu, sm_limit, taps.blur_shared_bytes())?;
-        log::info!(
-            "CUDA SIFT on {} ({}, {} SMs{}), {} memory",
-            gpu.name,
-            gpu.arch,
-            gpu.sm_count,
-            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
-            if unified { "unified" } else { "device" }
-        );
-        let timing_event = || {
-            gpu.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-        };
-        let events = [timing_event()?, timing_event()?, timing_event()?];
+        gpu.log_pipeline("CUDA SIFT", sm_limit, unified);
+        let events = gpu.frame_events()?;
         Ok(Self {
             events,
             config,

@@ -1,24 +1,16 @@
 // Scale-space geometry shared by the SIFT kernels. Mirrors `SiftOctave` in
-// src/cuda/sift/plan.rs (repr(C), five i32): change both together.
+// src/cuda/sift/plan.rs (repr(C), four i32): change both together.
 #pragma once
 
 struct SiftOctave {
     int width, height;
     int gauss;        // first float of Gaussian plane 0; plane l at gauss + l * width * height
     int dog;          // first float of DoG plane 0, laid out the same way
-    int pixel_start;  // first index of this octave in flat iterations over every octave's pixels
 };
 
 #define SIFT_MAX_OCTAVES 32
 // OpenCV's SIFT_IMG_BORDER: no candidate this close to an octave's border.
 #define SIFT_IMG_BORDER 5
-
-// The octave holding flat pixel index `i` (see `pixel_start`).
-__device__ __forceinline__ int octave_of_pixel(const SiftOctave* octaves, int n_octaves, int i) {
-    int o = 0;
-    while (o + 1 < n_octaves && i >= octaves[o + 1].pixel_start) ++o;
-    return o;
-}
 
 // OpenCV's BORDER_REFLECT_101, reflected as often as needed (kernels wider than the image),
 // as src/cpu/sift/pyramid.rs `reflect_101`.

@@ -3,13 +3,13 @@
 // pixels (W = warps per block), so that large keypoints do not leave one warp waiting
 // on a long chain of samples. A sample's eight trilinear votes go to a 2x2x2 block of
 // bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin (the key): lanes
-// with equal keys are summed by the multi-key warp reduction, and the group's writer
-// adds vote v into the warp's sub-histogram v at the key. Keys are distinct among the
-// writers of one step, so the eight writes need neither atomics nor ordering; after
-// the window, the sub-histograms of every warp are added into the (4+2)x(4+2)x(8+2)
-// histogram in a fixed order, so the sums are the same every run. Then the wrap bins
-// fold back, and the clamp, renormalisation (RootSIFT when asked) and u8 quantisation
-// run across the first warp.
+// with equal keys are summed by the multi-key warp reduction, and the group's writers
+// add their votes to the warp's own histogram one vote at a time. Writers of one step
+// have distinct keys, so the bins they add vote v to are distinct: no atomics, and
+// each warp needs one histogram, not one per vote. After the window, the warps'
+// histograms are added in warp order, so the sums are the same every run. Then the
+// wrap bins fold back, and the clamp, renormalisation (RootSIFT when asked) and u8
+// quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/fast_atan2.cuh"
 #include "common/warp_reduce_by_key.cuh"
@@ -18,7 +18,7 @@
 #define N 8                              // orientation bins
 #define HIST ((D + 2) * (D + 2) * (N + 2))  // 360
 #define LENGTH (D * D * N)                  // 128
-#define KEYS ((D + 1) * (D + 1) * N)        // 200 first bins: rows and columns -1..3
+#define ROW ((D + 2) * (N + 2))             // histogram stride of one spatial row
 #define VOTES 8
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -33,11 +33,11 @@ extern "C" __global__ void sift_describe(
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ descriptors) {
-    // Per warp: VOTES sub-histograms of KEYS bins; then the block's HIST bins.
+    // A HIST-bin histogram per warp; the block's sums go into warp 0's.
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    float* sub = shared + warp * VOTES * KEYS;
-    float* hist = shared + n_warps * VOTES * KEYS;
+    float* own = shared + warp * HIST;
+    float* hist = shared;
     const int n = (int)*out_count;
     for (int kp = blockIdx.x; kp < n; kp += gridDim.x) {
         const int packed = out_octave_layer[kp];
@@ -64,7 +64,7 @@ extern "C" __global__ void sift_describe(
         const float exp_scale = -1.f / ((float)D * (float)D * 0.5f);
         const float bins_per_degree = (float)N / 360.f;
         __syncthreads();  // warp 0 has finished with the previous keypoint's sums
-        for (int b = lane; b < VOTES * KEYS; b += 32) sub[b] = 0.f;
+        for (int b = lane; b < HIST; b += 32) own[b] = 0.f;
         __syncwarp();
         const int side = 2 * reach + 1, samples = side * side;
         for (int base = warp * 32; base < samples; base += blockDim.x) {
@@ -91,7 +91,7 @@ extern "C" __global__ void sift_describe(
                 float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
                 float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
                 int o = (((int)o0 % N) + N) % N;
-                key = (((int)r0 + 1) * (D + 1) + ((int)c0 + 1)) * N + o;
+                key = ((int)r0 + 1) * ROW + ((int)c0 + 1) * (N + 2) + o;
                 // Vote order (dr, dc, do) and product order as src/cpu/sift/descriptor.rs.
                 const float wr[2] = {1.f - fr, fr}, wc[2] = {1.f - fc, fc}, wo[2] = {1.f - fo, fo};
 #pragma unroll
@@ -100,26 +100,16 @@ extern "C" __global__ void sift_describe(
             if (!__any_sync(0xffffffffu, key >= 0)) continue;  // a strip outside the window
             unsigned int peers = warp_reduce_by_key(key, votes);
             const bool writer = key >= 0 && reduce_by_key_writer(peers);
-            if (writer) {
 #pragma unroll
-                for (int v = 0; v < VOTES; ++v) sub[v * KEYS + key] += votes[v];
+            for (int v = 0; v < VOTES; ++v) {
+                if (writer) own[key + (v >> 2) * ROW + ((v >> 1) & 1) * (N + 2) + (v & 1)] += votes[v];
+                __syncwarp();  // the next vote of another writer may go to this bin
             }
-            __syncwarp();  // the next step's writers may add to the same bins
         }
         __syncthreads();
-        // Bin (r, c, o) of the histogram collects vote (dr, dc, do) of first bin
-        // (r - dr, c - dc, o - do), for every warp.
         for (int b = threadIdx.x; b < HIST; b += blockDim.x) {
-            const int r = b / ((D + 2) * (N + 2)), c = (b / (N + 2)) % (D + 2), o = b % (N + 2);
-            float sum = 0.f;
-            for (int wp = 0; wp < n_warps; ++wp) {
-#pragma unroll
-                for (int v = 0; v < VOTES; ++v) {
-                    const int r0 = r - (v >> 2), c0 = c - ((v >> 1) & 1), o0 = o - (v & 1);
-                    if (r0 >= 0 && r0 <= D && c0 >= 0 && c0 <= D && o0 >= 0 && o0 < N)
-                        sum += shared[(wp * VOTES + v) * KEYS + (r0 * (D + 1) + c0) * N + o0];
-                }
-            }
+            float sum = shared[b];
+            for (int wp = 1; wp < n_warps; ++wp) sum += shared[wp * HIST + b];
             hist[b] = sum;
         }
         __syncthreads();

@@ -6,7 +6,9 @@
 // Ranks are counted, not sorted: block (ti, tj) of `sift_rank_keys` compares keypoint
 // tile ti with tile tj in shared memory and adds its counts with integer atomics, so
 // the result is exact and independent of scheduling. Duplicates are rare (two
-// candidates refined to one point), so the few of them are listed and subtracted.
+// candidates refined to one point): the block whose count first marks a keypoint as
+// a duplicate lists it, and `sift_place` subtracts the few listed ones below a
+// keypoint from its rank. Two launches without a budget, three with one.
 #include "common/warp_append.cuh"
 
 #define RANK_TILE 256
@@ -37,11 +39,13 @@ __device__ __forceinline__ int keypoints_in(const unsigned int* count, int capac
     return (int)min(*count, (unsigned int)capacity);
 }
 
-// less[i] += #{j : key_j < key_i}, equal_before[i] += #{j < i : key_j == key_i}.
+// less[i] += #{j : key_j < key_i}, equal_before[i] += #{j < i : key_j == key_i};
+// every i with an equal key at a lower index is listed once in `duplicates`.
 extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_keys(
     const unsigned int* __restrict__ keypoint_count, int capacity, const float* __restrict__ x,
     const float* __restrict__ y, const float* __restrict__ size, const float* __restrict__ angle,
-    unsigned int* less, unsigned int* equal_before) {
+    unsigned int* less, unsigned int* equal_before, unsigned int* duplicate_count,
+    int* __restrict__ duplicates) {
     __shared__ SortKey tile[RANK_TILE];
     const int n = keypoints_in(keypoint_count, capacity);
     const int tiles = (n + RANK_TILE - 1) / RANK_TILE;
@@ -61,54 +65,26 @@ extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_keys(
                 equal += key_equal(other, mine) && tj * RANK_TILE + k < i;
             }
             if (smaller) atomicAdd(less + i, smaller);
-            if (equal) atomicAdd(equal_before + i, equal);
+            // Exactly one block sees the count leave 0.
+            if (equal && atomicAdd(equal_before + i, equal) == 0)
+                duplicates[warp_append(duplicate_count, 0)] = i;
         }
         __syncthreads();  // the next pair reloads the tile
     }
 }
 
-// Lists the duplicates (keypoints with an equal one at a lower index).
-extern "C" __global__ void sift_list_duplicates(
-    const unsigned int* __restrict__ keypoint_count, int capacity,
-    const unsigned int* __restrict__ equal_before, unsigned int* duplicate_count,
-    int* __restrict__ duplicates) {
-    const int n = keypoints_in(keypoint_count, capacity);
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        if (equal_before[i] > 0) duplicates[warp_append(duplicate_count, 0)] = i;
-    }
-}
-
-// position[i]: the place of a kept keypoint in (x, y, size, angle) order once the
-// duplicates are gone; -1 for a duplicate.
-extern "C" __global__ void sift_unique_positions(
-    const unsigned int* __restrict__ keypoint_count, int capacity, const float* __restrict__ x,
-    const float* __restrict__ y, const float* __restrict__ size, const float* __restrict__ angle,
-    const unsigned int* __restrict__ less, const unsigned int* __restrict__ equal_before,
-    const unsigned int* __restrict__ duplicate_count, const int* __restrict__ duplicates,
-    int* __restrict__ position) {
-    const int n = keypoints_in(keypoint_count, capacity);
-    const int n_duplicates = (int)*duplicate_count;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        if (equal_before[i] > 0) {
-            position[i] = -1;
-            continue;
-        }
-        const SortKey mine = sort_key(x, y, size, angle, i);
-        int before = (int)less[i];
-        for (int d = 0; d < n_duplicates; ++d)
-            before -= key_less(sort_key(x, y, size, angle, duplicates[d]), mine);
-        position[i] = before;
-    }
-}
-
-// With a budget below the unique count: strength[i] += #{kept j stronger than i},
-// stronger = higher response, or equal response and earlier position.
+// With a budget below the unique count: stronger[i] += #{kept j stronger than i},
+// stronger = higher response, or equal response and a smaller key (an earlier place
+// in (x, y, size, angle) order).
 extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_responses(
     const unsigned int* __restrict__ keypoint_count, int capacity,
     const unsigned int* __restrict__ duplicate_count, int max_features,
-    const float* __restrict__ response, const int* __restrict__ position, unsigned int* stronger) {
+    const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ size,
+    const float* __restrict__ angle, const float* __restrict__ response,
+    const unsigned int* __restrict__ equal_before, unsigned int* stronger) {
+    __shared__ SortKey tile_key[RANK_TILE];
     __shared__ float tile_response[RANK_TILE];
-    __shared__ int tile_position[RANK_TILE];
+    __shared__ bool tile_kept[RANK_TILE];
     const int n = keypoints_in(keypoint_count, capacity);
     const int unique = n - (int)*duplicate_count;
     if (max_features <= 0 || unique <= max_features) return;
@@ -117,20 +93,20 @@ extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_responses(
         const int ti = pair / tiles, tj = pair - ti * tiles;
         const int j = tj * RANK_TILE + threadIdx.x;
         if (j < n) {
+            tile_key[threadIdx.x] = sort_key(x, y, size, angle, j);
             tile_response[threadIdx.x] = response[j];
-            tile_position[threadIdx.x] = position[j];
+            tile_kept[threadIdx.x] = equal_before[j] == 0;
         }
         __syncthreads();
         const int i = ti * RANK_TILE + threadIdx.x;
-        if (i < n && position[i] >= 0) {
+        if (i < n && equal_before[i] == 0) {
             const float r = response[i];
-            const int p = position[i];
+            const SortKey mine = sort_key(x, y, size, angle, i);
             const int count = min(RANK_TILE, n - tj * RANK_TILE);
             unsigned int above = 0;
             for (int k = 0; k < count; ++k) {
                 float other = tile_response[k];
-                int q = tile_position[k];
-                above += q >= 0 && (other > r || (other == r && q < p));
+                above += tile_kept[k] && (other > r || (other == r && key_less(tile_key[k], mine)));
             }
             if (above) atomicAdd(stronger + i, above);
         }
@@ -138,21 +114,25 @@ extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_responses(
     }
 }
 
-// Writes the kept keypoints (at most `max_features`, the output capacity) at their final places: in input-pixel conventions for the
-// caller, plus the octave and layer the descriptor kernel reads.
+// Writes the kept keypoints (at most `max_features`, the output capacity) at their
+// final places: in input-pixel conventions for the caller, plus the octave and layer
+// the descriptor kernel reads. Without a budget a keypoint's place is its rank among
+// the unique keys: `less` minus the listed duplicates below it.
 extern "C" __global__ void sift_place(
     const unsigned int* __restrict__ keypoint_count, int capacity,
-    const unsigned int* __restrict__ duplicate_count, int max_features, int first_octave,
-    const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ size,
+    const unsigned int* __restrict__ duplicate_count, const int* __restrict__ duplicates,
+    int max_features, int first_octave, const float* __restrict__ x,
+    const float* __restrict__ y, const float* __restrict__ size,
     const float* __restrict__ angle, const float* __restrict__ response,
-    const int* __restrict__ octave_layer, const int* __restrict__ position,
-    const unsigned int* __restrict__ stronger, const unsigned int* __restrict__ counters,
-    unsigned int* __restrict__ summary, float* __restrict__ out_x,
-    float* __restrict__ out_y, float* __restrict__ out_size, float* __restrict__ out_angle,
-    float* __restrict__ out_response, int* __restrict__ out_octave,
+    const int* __restrict__ octave_layer, const unsigned int* __restrict__ less,
+    const unsigned int* __restrict__ equal_before, const unsigned int* __restrict__ stronger,
+    const unsigned int* __restrict__ counters, unsigned int* __restrict__ summary,
+    float* __restrict__ out_x, float* __restrict__ out_y, float* __restrict__ out_size,
+    float* __restrict__ out_angle, float* __restrict__ out_response, int* __restrict__ out_octave,
     int* __restrict__ out_octave_layer) {
     const int n = keypoints_in(keypoint_count, capacity);
-    const int unique = n - (int)*duplicate_count;
+    const int n_duplicates = (int)*duplicate_count;
+    const int unique = n - n_duplicates;
     const bool budget = max_features > 0 && unique > max_features;
     const int kept = budget ? max_features : unique;
     // summary: the kept count, then the raw counts (candidates, extrema, keypoints,
@@ -160,8 +140,16 @@ extern "C" __global__ void sift_place(
     if (blockIdx.x == 0 && threadIdx.x < 5)
         summary[threadIdx.x] = threadIdx.x == 0 ? (unsigned int)kept : counters[threadIdx.x - 1];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        if (position[i] < 0) continue;
-        const int slot = budget ? (int)stronger[i] : position[i];
+        if (equal_before[i] > 0) continue;
+        int slot;
+        if (budget) {
+            slot = (int)stronger[i];
+        } else {
+            const SortKey mine = sort_key(x, y, size, angle, i);
+            slot = (int)less[i];
+            for (int d = 0; d < n_duplicates; ++d)
+                slot -= key_less(sort_key(x, y, size, angle, duplicates[d]), mine);
+        }
         if (slot >= kept) continue;
         out_x[slot] = x[i];
         out_y[slot] = y[i];

@@ -38,7 +38,6 @@ pub fn enqueue(
     let [ext_col, ext_row, ext_ol, ext_x, ext_y, ext_scale, ext_response] = &plan.extrema;
     let [kp_x, kp_y, kp_size, kp_angle, kp_response, kp_ol] = &plan.keypoints;
     let [out_x, out_y, out_size, out_angle, out_response, out_octave] = &plan.outputs;
-    let per_item = |threads: u32, items: usize| (items as u32).div_ceil(threads);
 
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
@@ -72,16 +71,12 @@ pub fn enqueue(
             .arg(&n_octaves)
             .arg(&n_layers)
             .arg(&threshold)
-            .arg(&plan.total_pixels)
             .arg(&candidate_count)
             .arg(&cand_capacity)
             .arg(&cand_x.ptr)
             .arg(&cand_y.ptr)
             .arg(&cand_ol.ptr)
-            .launch(
-                k.extrema
-                    .config(per_item(k.extrema.threads, plan.total_pixels as usize)),
-            )?;
+            .launch(k.extrema.persistent())?;
         stream
             .launch_builder(&k.refine.function)
             .arg(&plan.pyramid.ptr)
@@ -138,29 +133,9 @@ pub fn enqueue(
             .arg(&kp_angle.ptr)
             .arg(&less)
             .arg(&equal_before)
+            .arg(&duplicate_count)
+            .arg(&plan.duplicates.ptr)
             .launch(k.rank_keys.persistent())?;
-        stream
-            .launch_builder(&k.list_duplicates.function)
-            .arg(&keypoint_count)
-            .arg(&kp_capacity)
-            .arg(&equal_before)
-            .arg(&duplicate_count)
-            .arg(&plan.duplicates.ptr)
-            .launch(k.list_duplicates.persistent())?;
-        stream
-            .launch_builder(&k.unique_positions.function)
-            .arg(&keypoint_count)
-            .arg(&kp_capacity)
-            .arg(&kp_x.ptr)
-            .arg(&kp_y.ptr)
-            .arg(&kp_size.ptr)
-            .arg(&kp_angle.ptr)
-            .arg(&less)
-            .arg(&equal_before)
-            .arg(&duplicate_count)
-            .arg(&plan.duplicates.ptr)
-            .arg(&plan.position.ptr)
-            .launch(k.unique_positions.persistent())?;
         if config.max_features > 0 {
             stream
                 .launch_builder(&k.rank_responses.function)
@@ -168,8 +143,12 @@ pub fn enqueue(
                 .arg(&kp_capacity)
                 .arg(&duplicate_count)
                 .arg(&max_features)
+                .arg(&kp_x.ptr)
+                .arg(&kp_y.ptr)
+                .arg(&kp_size.ptr)
+                .arg(&kp_angle.ptr)
                 .arg(&kp_response.ptr)
-                .arg(&plan.position.ptr)
+                .arg(&equal_before)
                 .arg(&stronger)
                 .launch(k.rank_responses.persistent())?;
         }
@@ -178,6 +157,7 @@ pub fn enqueue(
             .arg(&keypoint_count)
             .arg(&kp_capacity)
             .arg(&duplicate_count)
+            .arg(&plan.duplicates.ptr)
             .arg(&max_features)
             .arg(&first_octave)
             .arg(&kp_x.ptr)
@@ -186,7 +166,8 @@ pub fn enqueue(
             .arg(&kp_angle.ptr)
             .arg(&kp_response.ptr)
             .arg(&kp_ol.ptr)
-            .arg(&plan.position.ptr)
+            .arg(&less)
+            .arg(&equal_before)
             .arg(&stronger)
             .arg(&counters)
             .arg(&plan.summary.ptr)

@@ -29,7 +29,6 @@ pub struct SiftOctave {
     pub height: i32,
     pub gauss: i32,
     pub dog: i32,
-    pub pixel_start: i32,
 }
 
 /// Mirrors `BlurJob` in kernels/sift/pyramid.cu.
@@ -128,7 +127,6 @@ pub struct Plan {
     pub height: usize,
     pub octaves: Vec<SiftOctave>,
     pub stages: Vec<BlurStage>,
-    pub total_pixels: i32,
     pub candidate_capacity: usize,
     pub keypoint_capacity: usize,
     /// Keypoints the frame can return: `max_features`, or `keypoint_capacity`.
@@ -146,7 +144,6 @@ pub struct Plan {
     /// less, equal_before, stronger: zeroed each frame.
     pub ranks: DeviceBuffer,
     pub duplicates: DeviceBuffer,
-    pub position: DeviceBuffer,
     /// out_count and the four raw counters, written by `sift_place`.
     pub summary: Staged,
     /// x, y, size, angle, response (f32), octave (i32).
@@ -170,7 +167,7 @@ impl Plan {
         let n = config.n_octave_layers as usize;
         let scale = if config.upscale { 2 } else { 1 };
         let (base_w, base_h) = (width * scale, height * scale);
-        let (octaves, floats, pixels) = octave_table(width, height, config)?;
+        let (octaves, floats) = octave_table(width, height, config)?;
         let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
 
         let input_pixels = width * height;
@@ -188,7 +185,6 @@ impl Plan {
             width,
             height,
             stages,
-            total_pixels: to_i32(pixels, "scale space size")?,
             candidate_capacity,
             keypoint_capacity,
             output_capacity,
@@ -219,7 +215,6 @@ impl Plan {
             ],
             ranks: words(3 * kp)?,
             duplicates: words(kp)?,
-            position: words(kp)?,
             summary: staged(SUMMARY_WORDS * 4)?,
             outputs: [
                 staged(out * 4)?,
@@ -236,17 +231,17 @@ impl Plan {
 }
 
 /// The octaves of a `width` x `height` frame, with the float count of the scale space
-/// (Gaussian levels, then DoG planes, per octave) and the pixel count of all octaves.
+/// (Gaussian levels, then DoG planes, per octave).
 fn octave_table(
     width: usize,
     height: usize,
     config: &SiftConfig,
-) -> Result<(Vec<SiftOctave>, usize, usize)> {
+) -> Result<(Vec<SiftOctave>, usize)> {
     let levels = config.n_octave_layers as usize + 3;
     let scale = if config.upscale { 2 } else { 1 };
     let (mut w, mut h) = (width * scale, height * scale);
     let mut octaves = Vec::new();
-    let (mut floats, mut pixels) = (0usize, 0usize);
+    let mut floats = 0usize;
     for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
         if o > 0 {
             // As the CPU reference: stop before an octave whose source is under 2x2.
@@ -261,14 +256,11 @@ fn octave_table(
             height: to_i32(h, "octave height")?,
             gauss: to_i32(floats, "scale space size")?,
             dog: to_i32(floats + levels * plane, "scale space size")?,
-            pixel_start: to_i32(pixels, "scale space size")?,
         });
         floats += (2 * levels - 1) * plane;
-        pixels += plane;
     }
     to_i32(floats, "scale space size")?;
-    to_i32(pixels, "scale space size")?;
-    Ok((octaves, floats, pixels))
+    Ok((octaves, floats))
 }
 
 /// The blur jobs and their launches. Level `l` of octave `o` can run once level
@@ -410,7 +402,7 @@ mod tests {
                     .iter()
                     .map(|levels| (levels[0].width as i32, levels[0].height as i32))
                     .collect();
-                let (octaves, _, _) = octave_table(w, h, &config).unwrap();
+                let (octaves, _) = octave_table(w, h, &config).unwrap();
                 let gpu: Vec<(i32, i32)> = octaves.iter().map(|o| (o.width, o.height)).collect();
                 assert_eq!(gpu, cpu, "{w}x{h} upscale={upscale}");
             }
@@ -423,7 +415,7 @@ mod tests {
         let config = SiftConfig::default();
         let n = config.n_octave_layers as usize;
         let taps = Taps::new(&config).unwrap();
-        let (octaves, _, _) = octave_table(1920, 1080, &config).unwrap();
+        let (octaves, _) = octave_table(1920, 1080, &config).unwrap();
         let (jobs, stages) = blur_schedule(&octaves, &taps, n, 1920, 1080, true).unwrap();
         let mut made_at = std::collections::HashMap::new();
         let mut dogs = std::collections::HashSet::new();

@@ -15,11 +15,9 @@ pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
 /// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
-/// one; descriptor, 8 sub-histograms of 5 x 5 x 8 first bins per warp plus the
-/// block's (4+2) x (4+2) x (8+2) histogram.
+/// one; descriptor, a (4+2) x (4+2) x (8+2) histogram per warp.
 const ORIENTATION_BINS: usize = 36;
-const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
-const DESCRIBE_FLOATS_PER_BLOCK: usize = 360;
+const DESCRIBE_FLOATS_PER_WARP: usize = 360;
 /// Warps that share one keypoint in the orientation and descriptor kernels, at most:
 /// beyond this most keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
@@ -27,6 +25,9 @@ const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
 /// blocks, so the work spreads over every SM.
 const ITEM_MAX_THREADS: u32 = 4 * WARP;
 const DESCRIBE_MAX_THREADS: u32 = 4 * WARP;
+/// The extrema kernel's warps take independent strips: blocks of a few warps let the
+/// occupancy API fit the most of them.
+const EXTREMA_MAX_THREADS: u32 = 8 * WARP;
 
 extern "C" fn no_shared_memory(_block: c_int) -> usize {
     0
@@ -37,8 +38,7 @@ extern "C" fn orientation_shared_memory(block: c_int) -> usize {
 }
 
 extern "C" fn describe_shared_memory(block: c_int) -> usize {
-    ((block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP + DESCRIBE_FLOATS_PER_BLOCK)
-        * 4
+    (block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP * 4
 }
 
 /// A kernel and how it is launched.
@@ -73,8 +73,6 @@ pub struct Kernels {
     pub refine: Launch,
     pub orientation: Launch,
     pub rank_keys: Launch,
-    pub list_duplicates: Launch,
-    pub unique_positions: Launch,
     pub rank_responses: Launch,
     pub place: Launch,
     pub describe: Launch,
@@ -156,7 +154,12 @@ impl Kernels {
                     blur_shared,
                 )?,
             ],
-            extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
+            extrema: sized(
+                "sift_extrema",
+                "sift_extrema",
+                no_shared_memory,
+                EXTREMA_MAX_THREADS,
+            )?,
             refine: sized(
                 "sift_refine",
                 "sift_refine",
@@ -170,18 +173,6 @@ impl Kernels {
                 ORIENTATION_MAX_THREADS,
             )?,
             rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
-            list_duplicates: sized(
-                "sift_order",
-                "sift_list_duplicates",
-                no_shared_memory,
-                ITEM_MAX_THREADS,
-            )?,
-            unique_positions: sized(
-                "sift_order",
-                "sift_unique_positions",
-                no_shared_memory,
-                ITEM_MAX_THREADS,
-            )?,
             rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
             place: sized(
                 "sift_order",

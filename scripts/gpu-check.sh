@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU proof for the CUDA ORB and SIFT backends, run on a machine with an NVIDIA GPU:
 #   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs and
-#      tests/cuda_sift.rs),
+#      tests/cuda_sift.rs), and the pipelined ORB path against `extract`
+#      (tests/cuda_pipeline.rs, with memcheck),
 #   2. compute-sanitizer memcheck and racecheck on both pipelines,
 #   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8;
 #      `orbsift bench --algo sift --backend cuda`, without and with upscaling, and
@@ -11,9 +12,9 @@
 #   6. the SIFT L2 matcher: identical to the CPU matcher (tests/cuda_sift_match.rs),
 #      sanitizers, and its 5000 x 7000 benchmark (benches/cuda_sift_match.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
-# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*`, `cuda_sift-*` and
-# `cuda_sift_match-*` test binaries, and the `node_latency-*` and `cuda_sift_match_bench-*`
-# bench binaries (`cargo bench --bench node_latency --no-run`; rename the SIFT match bench
+# no Rust): pass the folder holding `orbsift`, the `cuda_orb-*`, `cuda_pipeline-*`,
+# `cuda_sift-*` and `cuda_sift_match-*` test binaries, and the `node_latency-*` and
+# `cuda_sift_match_bench-*` bench binaries (`cargo bench --bench node_latency --no-run`; rename the SIFT match bench
 # binary, whose name is the test's).
 #
 # Usage: scripts/gpu-check.sh [BIN_DIR]   (default: build here with cargo)
@@ -28,6 +29,8 @@ if [[ -z "$bin_dir" ]]; then
     cargo build --release --bin orbsift || exit 1
     test_bin=$(cargo test --release --test cuda_orb --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_orb[^"]*\)".*/\1/p' | tail -n 1)
+    pipeline_test_bin=$(cargo test --release --test cuda_pipeline --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_pipeline[^"]*\)".*/\1/p' | tail -n 1)
     sift_test_bin=$(cargo test --release --test cuda_sift --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_sift[^"]*\)".*/\1/p' | tail -n 1)
     orbsift=target/release/orbsift
@@ -40,6 +43,7 @@ if [[ -z "$bin_dir" ]]; then
 else
     orbsift="$bin_dir/orbsift"
     test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
+    pipeline_test_bin=$(ls "$bin_dir"/cuda_pipeline-* | head -n 1)
     sift_test_bin=$(ls "$bin_dir"/cuda_sift-* | head -n 1)
     node_bench=$(ls "$bin_dir"/node_latency-* | head -n 1)
     sift_match_test=$(ls "$bin_dir"/cuda_sift_match-* | head -n 1)
@@ -73,6 +77,9 @@ run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$test_bin" --ignored --exact sm_limit_and_repeated_frames_give_identical_results
 run racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$test_bin" --ignored --exact fast_score_and_small_grids_match_too
+run pipeline "$pipeline_test_bin" --ignored --test-threads=1 --nocapture
+run pipeline_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$pipeline_test_bin" --ignored --exact pipelined_fused_matches_equal_extract
 images=()
 for image in tests/data/graf1.png tests/data/leuvenA.jpg tests/data/basketball1.png tests/data/rubberwhale1.png; do
     images+=(--image "$image")
@@ -114,14 +121,14 @@ run sift_match_bench "$sift_match_bench" --bench
 echo
 echo "| check | result |"
 echo "|---|---|"
-for name in parity memcheck racecheck bench bench_unified bench_sm8 \
+for name in parity memcheck racecheck pipeline pipeline_memcheck bench bench_unified bench_sm8 \
     sift_parity sift_memcheck sift_racecheck sift_bench sift_bench_upscale sift_bench_sm8 \
     sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
 grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log "$logs"/sift_match_bench.log
-for name in parity memcheck racecheck sift_parity sift_memcheck sift_racecheck \
+for name in parity memcheck racecheck pipeline pipeline_memcheck sift_parity sift_memcheck sift_racecheck \
     sift_match sift_match_memcheck sift_match_racecheck; do
     [[ ${status[$name]} == rc=0* ]] || exit 1
 done

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::config::{MemoryMode, OrbConfig, SiftConfig};
-use crate::cuda::orb::{CudaOrbExtractor, FrameTiming};
+use crate::cuda::orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming};
 use crate::cuda::sift::CudaSiftExtractor;
 use crate::error::{Error, Result};
 use crate::extractor::{Extractor, Matcher};
@@ -136,6 +136,62 @@ pub fn bench_orb(
         upload_ms_median: median(&mut alone.upload),
         match_ms_median: (median(&mut fused.extract) - extract_ms_median).max(0.0),
         match_ms_min: None,
+    })
+}
+
+/// ORB frames back to back on the wall clock, as a stream of camera frames sees them:
+/// median interval between consecutive results, host copy, upload and downloads
+/// included.
+#[derive(Clone, Copy, Debug)]
+pub struct Throughput {
+    /// One frame at a time (`extract`).
+    pub serial_ms_per_frame: f64,
+    /// [`CudaOrbPipeline`]: frame N+1 copied and uploaded while N computes.
+    pub pipelined_ms_per_frame: f64,
+}
+
+/// Median wall-clock interval between consecutive results of `frame` over
+/// `iterations` frames rotating over `frames`, after `warmup` frames.
+fn result_interval_ms(
+    frames: &[GrayImage],
+    warmup: usize,
+    iterations: usize,
+    mut frame: impl FnMut(&GrayImage) -> Result<Option<Features>>,
+) -> Result<f64> {
+    let mut intervals = Vec::with_capacity(iterations);
+    let mut last = Instant::now();
+    for i in 0..warmup + iterations {
+        let result = frame(&frames[i % frames.len()])?;
+        let now = Instant::now();
+        if i >= warmup && result.is_some() {
+            intervals.push((now - last).as_secs_f64() * 1e3);
+        }
+        last = now;
+    }
+    Ok(median(&mut intervals))
+}
+
+/// Streams `frames` through one extractor, first one frame at a time, then pipelined.
+pub fn bench_orb_throughput(
+    config: &OrbConfig,
+    memory: MemoryMode,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    warmup: usize,
+    iterations: usize,
+) -> Result<Throughput> {
+    first_frame(frames)?;
+    let mut gpu = CudaOrbExtractor::new(config.clone(), memory, sm_limit)?;
+    let serial_ms_per_frame = result_interval_ms(frames, warmup, iterations, |image| {
+        gpu.extract(image).map(Some)
+    })?;
+    let mut pipeline = CudaOrbPipeline::new(gpu)?;
+    let pipelined_ms_per_frame =
+        result_interval_ms(frames, warmup, iterations, |image| pipeline.push(image))?;
+    pipeline.finish()?;
+    Ok(Throughput {
+        serial_ms_per_frame,
+        pipelined_ms_per_frame,
     })
 }
 

@@ -22,5 +22,5 @@ pub use kernels_command::KernelsCommand;
 pub use l2_matcher::CudaL2Matcher;
 pub use matcher::{CudaHammingMatcher, CudaMatcher, NearestTwo};
 pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};
-pub use orb::{CudaOrbExtractor, FrameTiming, Knn2};
+pub use orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming, Knn2};
 pub use sift::CudaSiftExtractor;

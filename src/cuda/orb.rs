@@ -29,6 +29,9 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
+mod pipeline;
+pub use pipeline::CudaOrbPipeline;
+
 /// `PATCH_RADIUS` of kernels/orb/describe.cu: the private patch must hold every sample.
 const DESCRIBE_PATCH_RADIUS: usize = 19;
 const _: () = assert!(PATTERN_REACH <= DESCRIBE_PATCH_RADIUS);
@@ -79,6 +82,18 @@ pub struct Knn2 {
     pub second: i32,
 }
 
+/// Keypoint positions are packed as 16-bit x and y.
+fn check_size(image: &GrayImage) -> Result<()> {
+    if image.width() > 0xffff || image.height() > 0xffff {
+        return Err(Error::InvalidImage(format!(
+            "{}x{} is larger than the CUDA backend's 65535 pixels a side",
+            image.width(),
+            image.height()
+        )));
+    }
+    Ok(())
+}
+
 fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
 }
@@ -94,7 +109,8 @@ struct Plan {
     levels: DeviceBuffer,
     taps: DeviceBuffer,
     quotas: DeviceBuffer,
-    frame: Staged,
+    /// Slot 0 serves `extract`; the pipeline (`pipeline.rs`) adds a second slot.
+    inputs: Vec<FrameInput>,
     pyramid: DeviceBuffer,
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
@@ -129,6 +145,12 @@ struct Plan {
     moments: Staged,
     descriptors: Staged,
     matches: Staged,
+}
+
+/// One frame buffer and the per-frame kernels captured to read it: each slot has
+/// its own graph, so alternating slots costs no copy and no graph update.
+struct FrameInput {
+    frame: Staged,
     graph: Option<FrameGraph>,
 }
 
@@ -333,7 +355,9 @@ impl CudaOrbExtractor {
 
     fn plan_graph_reset(&mut self) {
         if let Some(plan) = &mut self.plan {
-            plan.graph = None;
+            for input in &mut plan.inputs {
+                input.graph = None;
+            }
         }
     }
 
@@ -435,7 +459,10 @@ impl CudaOrbExtractor {
             levels: DeviceBuffer::from_slice(ctx, &levels)?,
             taps: DeviceBuffer::from_slice(ctx, &taps)?,
             quotas: DeviceBuffer::from_slice(ctx, &quotas)?,
-            frame: Staged::new(ctx, width * height, unified)?,
+            inputs: vec![FrameInput {
+                frame: Staged::new(ctx, width * height, unified)?,
+                graph: None,
+            }],
             pyramid: DeviceBuffer::new(ctx, offset)?,
             smoothed: DeviceBuffer::new(ctx, offset)?,
             scores: DeviceBuffer::new(ctx, offset)?,
@@ -466,12 +493,12 @@ impl CudaOrbExtractor {
             moments: Staged::new(ctx, capacity * 2 * size_of::<i32>(), unified)?,
             descriptors: Staged::new(ctx, capacity * DESCRIPTOR_WORDS * 4, unified)?,
             matches: Staged::new(ctx, capacity * size_of::<Knn2>(), unified)?,
-            graph: None,
         })
     }
 
-    /// Queues the per-frame kernels (everything between upload and downloads).
-    fn enqueue(&self, plan: &Plan) -> Result<()> {
+    /// Queues the per-frame kernels (everything between upload and downloads),
+    /// reading the frame at `frame`.
+    fn enqueue(&self, plan: &Plan, frame: CUdeviceptr) -> Result<()> {
         let c = &self.config;
         let k = &self.kernels;
         let stream = &self.gpu.stream;
@@ -525,7 +552,7 @@ impl CudaOrbExtractor {
             // mapped host memory).
             cudarc::driver::result::memcpy_dtod_async(
                 plan.pyramid.ptr,
-                plan.frame.ptr,
+                frame,
                 plan.width * plan.height,
                 stream.cu_stream(),
             )?;
@@ -703,21 +730,34 @@ impl CudaOrbExtractor {
         Ok(())
     }
 
-    /// Captures the per-frame kernels into a graph once per size and train set;
-    /// falls back to plain launches (one log line) where capture is refused.
-    fn run_frame_kernels(&mut self) -> Result<()> {
+    /// Runs the per-frame kernels on the frame of input `slot`: captured into that
+    /// slot's graph once per size and train set; plain launches (one log line) where
+    /// capture is refused.
+    fn run_frame_kernels(&mut self, slot: usize) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
-        if self.use_graph && plan.graph.is_none() {
+        let input = plan
+            .inputs
+            .get(slot)
+            .ok_or_else(|| Error::InvalidParameter {
+                name: "input slot".into(),
+                reason: format!(
+                    "the plan has {} input slots, not {}",
+                    plan.inputs.len(),
+                    slot + 1
+                ),
+            })?;
+        let frame = input.frame.ptr;
+        if self.use_graph && input.graph.is_none() {
             let stream = &self.gpu.stream;
             stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-            let queued = self.enqueue(plan);
+            let queued = self.enqueue(plan, frame);
             let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
             match (queued, captured) {
                 (Ok(()), Ok(Some(graph))) => {
-                    if let Some(plan) = self.plan.as_mut() {
-                        plan.graph = Some(FrameGraph(graph));
+                    if let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)) {
+                        input.graph = Some(FrameGraph(graph));
                     }
                 }
                 (queued, captured) => {
@@ -733,27 +773,18 @@ impl CudaOrbExtractor {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
-        match &plan.graph {
+        match plan.inputs.get(slot).and_then(|input| input.graph.as_ref()) {
             Some(graph) => Ok(graph.0.launch()?),
-            None => self.enqueue(plan),
+            None => self.enqueue(plan, frame),
         }
     }
 
-    /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
-    fn run(&mut self, image: &GrayImage) -> Result<()> {
-        self.gpu.ctx.bind_to_thread()?;
-        self.prepare(image.width(), image.height())?;
+    /// Queues the kernels on the frame of input `slot` (between events 1 and 2) and
+    /// the downloads of the results; the caller synchronises the stream.
+    fn queue_frame(&mut self, slot: usize) -> Result<()> {
         let stream = self.gpu.stream.clone();
-        {
-            let Some(plan) = self.plan.as_mut() else {
-                return Ok(());
-            };
-            plan.frame.host.as_mut_slice().copy_from_slice(image.data());
-            self.events[0].record(&stream)?;
-            plan.frame.upload_async(&stream)?;
-            self.events[1].record(&stream)?;
-        }
-        self.run_frame_kernels()?;
+        self.events[1].record(&stream)?;
+        self.run_frame_kernels(slot)?;
         self.events[2].record(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok(());
@@ -769,6 +800,27 @@ impl CudaOrbExtractor {
             plan.matches
                 .download_async(n * size_of::<Knn2>(), &stream)?;
         }
+        Ok(())
+    }
+
+    /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
+    fn run(&mut self, image: &GrayImage) -> Result<()> {
+        self.gpu.ctx.bind_to_thread()?;
+        self.prepare(image.width(), image.height())?;
+        let stream = self.gpu.stream.clone();
+        {
+            let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.first_mut()) else {
+                return Ok(());
+            };
+            input
+                .frame
+                .host
+                .as_mut_slice()
+                .copy_from_slice(image.data());
+            self.events[0].record(&stream)?;
+            input.frame.upload_async(&stream)?;
+        }
+        self.queue_frame(0)?;
         stream.synchronize()?;
         let events = &self.events;
         self.last_timing = FrameTiming {
@@ -851,13 +903,7 @@ impl CudaOrbExtractor {
 
 impl Extractor for CudaOrbExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
-        if image.width() > 0xffff || image.height() > 0xffff {
-            return Err(Error::InvalidImage(format!(
-                "{}x{} is larger than the CUDA backend's 65535 pixels a side",
-                image.width(),
-                image.height()
-            )));
-        }
+        check_size(image)?;
         self.run(image)?;
         self.collect(image.width(), image.height())
     }

@@ -27,6 +27,10 @@ struct Row {
     /// None where no single matching run is timed (fused ORB matching is a
     /// difference of medians).
     match_min: Option<f64>,
+    /// CUDA ORB streamed back to back (wall clock, median ms per frame): one frame at
+    /// a time, and pipelined.
+    serial_ms_per_frame: Option<f64>,
+    pipelined_ms_per_frame: Option<f64>,
 }
 
 /// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
@@ -89,10 +93,30 @@ pub fn run(
         ))?;
         rows.push(row);
     }
+    for row in &rows {
+        if let (Some(serial), Some(pipelined)) =
+            (row.serial_ms_per_frame, row.pipelined_ms_per_frame)
+        {
+            print(format!(
+                "{:>10} streamed: {serial:.3} ms/frame one at a time, {pipelined:.3} ms/frame \
+                 ({:.0} frames/s) pipelined",
+                format!("{}x{}", row.width, row.height),
+                1e3 / pipelined
+            ))?;
+        }
+    }
     for row in rows {
+        // Fields after match_ms_median are additions; scripts parse the ones before.
+        let streamed = match (row.serial_ms_per_frame, row.pipelined_ms_per_frame) {
+            (Some(serial), Some(pipelined)) => format!(
+                " serial_ms_per_frame={serial:.3} pipelined_ms_per_frame={pipelined:.3} pipelined_fps={:.1}",
+                1e3 / pipelined
+            ),
+            _ => String::new(),
+        };
         print(format!(
             "BENCH algo={algo} backend={backend} device=\"{}\" size={}x{} features={} \
-             extract_ms_median={:.3} extract_ms_min={:.3} upload_ms_median={:.3} match_ms_median={:.3}",
+             extract_ms_median={:.3} extract_ms_min={:.3} upload_ms_median={:.3} match_ms_median={:.3}{streamed}",
             row.device,
             row.width,
             row.height,
@@ -118,10 +142,17 @@ fn gpu_row(
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
     use orbsift::config::Algorithm;
-    use orbsift::cuda::bench::{bench_orb, bench_sift};
+    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift};
     let (warmup, memory) = (GPU_WARM_UP_RUNS, config.memory);
+    let mut streamed = None;
     let timed = match config.algorithm {
-        Algorithm::Orb => bench_orb(&config.orb, memory, sm_limit, frames, warmup, iterations)?,
+        Algorithm::Orb => {
+            let orb = &config.orb;
+            streamed = Some(bench_orb_throughput(
+                orb, memory, sm_limit, frames, warmup, iterations,
+            )?);
+            bench_orb(orb, memory, sm_limit, frames, warmup, iterations)?
+        }
         Algorithm::Sift => bench_sift(
             &config.sift,
             memory,
@@ -142,6 +173,8 @@ fn gpu_row(
         upload_median: timed.upload_ms_median,
         match_median: timed.match_ms_median,
         match_min: timed.match_ms_min,
+        serial_ms_per_frame: streamed.map(|s| s.serial_ms_per_frame),
+        pipelined_ms_per_frame: streamed.map(|s| s.pipelined_ms_per_frame),
     })
 }
 
@@ -192,6 +225,8 @@ fn timed_row(
         upload_median: 0.0,
         match_median: median(&mut matching),
         match_min: Some(minimum(&matching)),
+        serial_ms_per_frame: None,
+        pipelined_ms_per_frame: None,
     })
 }
 

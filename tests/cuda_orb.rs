@@ -190,7 +190,7 @@ fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize
     0
 }
 
-/// 8000 features: orb_select's records (2 quota per level) no longer fit in shared
+/// 20,000 features: orb_select's records (2 quota per level) no longer fit in shared
 /// memory and go to global scratch, and level 0 has more candidates at the cut
 /// score than the kernel lists (TIE_LIST, 1024), so the raster-order tie break
 /// re-reads the level's candidates.
@@ -198,7 +198,7 @@ fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn many_features_select_from_global_scratch_and_unlisted_ties() {
     let config = OrbConfig {
-        n_features: 8000,
+        n_features: 20_000,
         ..OrbConfig::default()
     };
     let image = resized(&load("leuvenA.jpg"), (3840, 2160));
@@ -210,7 +210,7 @@ fn many_features_select_from_global_scratch_and_unlisted_ties() {
         "only {ties} ties at level 0's cut: the test misses its case"
     );
     let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
-    assert_parity("8000 features", &expected, &gpu.extract(&image).unwrap());
+    assert_parity("20,000 features", &expected, &gpu.extract(&image).unwrap());
 }
 
 #[test]

@@ -1,18 +1,18 @@
 // Per-level keypoint selection of the grid distribution on the GPU
-// (docs/orb-reference.md section 5) in one launch, one block per level, no host
-// round trip:
-// 1. FAST pre-filter: keep the first 2 N_l candidates by (s desc, y asc, x asc). The
-//    level's 256-bin histogram of s (filled by orb_cell_candidates) gives the cut
-//    score s*: every candidate with s > s* is kept, and of those with s = s* the first
-//    2 N_l - #{s > s*} in raster order, found by a radix select of y << 16 | x.
-// 2. The Harris keys of the kept candidates (at most 2 N_l).
-// 3. Rank k of each kept candidate within its cell by (key desc, y asc, x asc): its
-//    position in its cell after sorting by (cell, key desc, y, x).
-// 4. The first N_l by (k asc, key desc, y asc, x asc): a second sort.
-// The kept candidates are at most 2 N_l records, sorted in shared memory (in global
-// scratch when a level's records do not fit), so the whole chain costs one launch
-// instead of a kernel per step; every level's output start is known up front
-// (min(candidates, N_l) per level), so the levels need not wait for each other.
+// (docs/orb-reference.md section 5) in three launches, no host round trip:
+// 1. orb_select_candidates (one block per level), the FAST pre-filter: keep the first
+//    2 N_l candidates by (s desc, y asc, x asc). The level's 256-bin histogram of s
+//    (filled by orb_cell_candidates) gives the cut score s*: every candidate with
+//    s > s* is kept, and of those with s = s* the first 2 N_l - #{s > s*} in raster
+//    order, found by a radix select of y << 16 | x. The kept ones become the level's
+//    records (at most 2 N_l), in global scratch at the level's first slot.
+// 2. orb_record_keys (all SMs): the Harris keys of every level's records.
+// 3. orb_select_order (one block per level): rank k of each record within its cell by
+//    (key desc, y asc, x asc) = its position in its cell after sorting by (cell, key
+//    desc, y, x); then the first N_l by (k asc, key desc, y asc, x asc), a second sort.
+//    The sorts run in shared memory (in the global scratch when a level's records do
+//    not fit). Every level's output start is known up front (min(candidates, N_l) per
+//    level), so the levels need not wait for each other.
 #include "common/levels.cuh"
 #include "common/harris.cuh"
 #include "common/warp_append.cuh"
@@ -130,33 +130,33 @@ __device__ __forceinline__ void for_each_tie(const Ties& ties, Body body) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select(
+// The records of level `l` in the global scratch (each level's from its first slot).
+__device__ __forceinline__ Records scratch_records(const OrbLevel& lv, long long* key, unsigned int* yx,
+                                                    unsigned int* cell, unsigned int* rank) {
+    const int first = lv.cand_offset;
+    return Records{key + first, yx + first, cell + first, rank + first};
+}
+
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidates(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
     const unsigned int* __restrict__ level_hist,  // n_levels * ORB_SCORE_BINS
     const int* __restrict__ quotas,
-    const unsigned char* __restrict__ pyramid,
     int harris,
     const unsigned int* __restrict__ cand_yx,
     const int* __restrict__ cand_cell,
     const long long* __restrict__ cand_key,       // the FAST key (read when !harris)
     const unsigned char* __restrict__ cand_score,
-    int shared_records,                           // records per level in dynamic shared memory; 0: scratch
-    long long* __restrict__ scratch_key,          // else these, at each level's first slot
-    unsigned int* __restrict__ scratch_yx,
-    unsigned int* __restrict__ scratch_cell,
-    unsigned int* __restrict__ scratch_rank,
-    unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
-    unsigned int* __restrict__ out_yx,
-    int* __restrict__ out_level,
-    long long* __restrict__ out_key) {
-    extern __shared__ long long shared_storage[];
+    long long* __restrict__ record_key,           // records at each level's first slot
+    unsigned int* __restrict__ record_yx,
+    unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ level_records) {   // records per level
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int bins[ORB_SCORE_BINS];
     __shared__ unsigned int tie_yx[TIE_LIST], tie_slot[TIE_LIST];
     __shared__ int cut;                     // s*; -1 keeps every candidate
-    __shared__ unsigned int tie_quota, ties, listed, n_records, out_start, digit, rest;
+    __shared__ unsigned int tie_quota, ties, listed, n_records, digit, rest;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     load_levels(levels, level_table, n_levels);
     __syncthreads();
@@ -165,22 +165,13 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select(
         const OrbLevel& lv = levels[l];
         const unsigned int quota = (unsigned int)quotas[l];
         const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
-        const unsigned int level_kept = min(n, quota);
+        const bool selects = min(n, quota) > 0u;
         if (threadIdx.x == 0) {
-            unsigned int before = 0, total = 0;
-            for (int m = 0; m < n_levels; ++m) {
-                const unsigned int k = min(min(level_counts[m], (unsigned int)levels[m].cand_capacity), (unsigned int)quotas[m]);
-                before += m < l ? k : 0u;
-                total += k;
-            }
-            out_start = before;
-            kept[l] = level_kept;
-            if (l == 0) kept[n_levels] = total;
             listed = 0u;
             n_records = 0u;
         }
-        // Step 1: the cut score from the histogram (warp 0, eight bins per lane).
-        if (warp == 0 && level_kept > 0) {
+        // The cut score from the histogram (warp 0, eight bins per lane).
+        if (warp == 0 && selects) {
             unsigned int count[8], sum = 0;
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
@@ -215,30 +206,21 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select(
             }
         }
         __syncthreads();
-        if (level_kept > 0) {
+        if (selects) {
             const int first = lv.cand_offset;
-            Records r;
-            if (shared_records > 0) {
-                r.key = shared_storage;
-                r.yx = reinterpret_cast<unsigned int*>(shared_storage + shared_records);
-                r.cell = r.yx + shared_records;
-                r.rank = r.cell + shared_records;
-            } else {
-                r.key = scratch_key + first;
-                r.yx = scratch_yx + first;
-                r.cell = scratch_cell + first;
-                r.rank = scratch_rank + first;
-            }
+            long long* key = record_key + first;
+            unsigned int* yx_out = record_yx + first;
+            unsigned int* cell_out = record_cell + first;
             const int s_cut = cut;
             const bool list_ties = ties <= TIE_LIST;
             auto add_record = [&](unsigned int slot, unsigned int yx) {
                 const unsigned int k = warp_append(&n_records, 0);
-                r.yx[k] = yx;
-                r.cell[k] = (unsigned int)cand_cell[first + slot];
-                r.key[k] = harris ? 0ll : cand_key[first + slot];
+                yx_out[k] = yx;
+                cell_out[k] = (unsigned int)cand_cell[first + slot];
+                key[k] = harris ? 0ll : cand_key[first + slot];
             };
 
-            // Step 1: s > s* kept at once, the ties listed.
+            // s > s* kept at once, the ties listed.
             for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
                 const int s = cand_score[first + i];
                 if (s > s_cut) {
@@ -291,39 +273,112 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select(
                 });
             }
             __syncthreads();
-            const int count = (int)n_records;  // min(n, 2 quota)
+        }
+        if (threadIdx.x == 0) level_records[l] = selects ? n_records : 0u;  // min(n, 2 quota)
+        __syncthreads();  // the next level reuses the shared state
+    }
+}
 
-            // Step 2: Harris keys of the kept candidates.
-            if (harris) {
-                for (int k = threadIdx.x; k < count; k += blockDim.x) {
-                    const int x = r.yx[k] & 0xffff, y = r.yx[k] >> 16;
-                    r.key[k] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
-                }
-                __syncthreads();
+// The Harris keys of every level's records, spread over the whole grid: the records
+// of all levels are numbered one after the other.
+extern "C" __global__ void orb_record_keys(
+    const unsigned char* __restrict__ pyramid,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_records,
+    const unsigned int* __restrict__ record_yx,
+    long long* __restrict__ record_key) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int counts[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    __syncthreads();
+    unsigned int total = 0;
+    for (int l = 0; l < n_levels; ++l) total += counts[l];
+    for (unsigned int g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
+        int l = 0;
+        unsigned int k = g;
+        while (k >= counts[l]) k -= counts[l++];
+        const OrbLevel& lv = levels[l];
+        const unsigned int yx = record_yx[lv.cand_offset + k];
+        const int x = yx & 0xffff, y = yx >> 16;
+        record_key[lv.cand_offset + k] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_order(
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_counts,
+    const int* __restrict__ quotas,
+    const unsigned int* __restrict__ level_records,
+    int shared_records,                           // records per level in dynamic shared memory; 0: scratch
+    long long* __restrict__ record_key,           // records at each level's first slot
+    unsigned int* __restrict__ record_yx,
+    unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ record_rank,       // scratch for k when not in shared memory
+    unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
+    unsigned int* __restrict__ out_yx,
+    int* __restrict__ out_level,
+    long long* __restrict__ out_key) {
+    extern __shared__ long long shared_storage[];
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int out_start;
+    load_levels(levels, level_table, n_levels);
+    __syncthreads();
+
+    for (int l = blockIdx.x; l < n_levels; l += gridDim.x) {
+        const OrbLevel& lv = levels[l];
+        const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
+        const unsigned int level_kept = min(n, (unsigned int)quotas[l]);
+        if (threadIdx.x == 0) {
+            unsigned int before = 0, total = 0;
+            for (int m = 0; m < n_levels; ++m) {
+                const unsigned int k = min(min(level_counts[m], (unsigned int)levels[m].cand_capacity), (unsigned int)quotas[m]);
+                before += m < l ? k : 0u;
+                total += k;
             }
-
-            // Step 3: rank within the cell = distance to the cell's first record.
-            sort_records(r, r.cell, count);
+            out_start = before;
+            kept[l] = level_kept;
+            if (l == 0) kept[n_levels] = total;
+        }
+        const int count = (int)level_records[l];
+        Records r = scratch_records(lv, record_key, record_yx, record_cell, record_rank);
+        if (shared_records > 0) {  // sort a copy in shared memory
+            const Records global = r;
+            r.key = shared_storage;
+            r.yx = reinterpret_cast<unsigned int*>(shared_storage + shared_records);
+            r.cell = r.yx + shared_records;
+            r.rank = r.cell + shared_records;
             for (int k = threadIdx.x; k < count; k += blockDim.x) {
-                const unsigned int cell = r.cell[k];
-                int lo = 0, hi = k;
-                while (lo < hi) {
-                    const int mid = (lo + hi) / 2;
-                    if (r.cell[mid] < cell) lo = mid + 1;
-                    else hi = mid;
-                }
-                r.rank[k] = (unsigned int)(k - lo);
+                r.key[k] = global.key[k];
+                r.yx[k] = global.yx[k];
+                r.cell[k] = global.cell[k];
             }
-            __syncthreads();
+        }
+        __syncthreads();
 
-            // Step 4: (k, key desc, y, x); the first min(n, N_l) are the level's keypoints.
-            sort_records(r, r.rank, count);
-            for (unsigned int k = threadIdx.x; k < level_kept; k += blockDim.x) {
-                const unsigned int out = out_start + k;
-                out_yx[out] = r.yx[k];
-                out_level[out] = l;
-                out_key[out] = r.key[k];
+        // Rank within the cell = distance to the cell's first record.
+        sort_records(r, r.cell, count);
+        for (int k = threadIdx.x; k < count; k += blockDim.x) {
+            const unsigned int cell = r.cell[k];
+            int lo = 0, hi = k;
+            while (lo < hi) {
+                const int mid = (lo + hi) / 2;
+                if (r.cell[mid] < cell) lo = mid + 1;
+                else hi = mid;
             }
+            r.rank[k] = (unsigned int)(k - lo);
+        }
+        __syncthreads();
+
+        // (k, key desc, y, x); the first min(n, N_l) are the level's keypoints.
+        sort_records(r, r.rank, count);
+        for (unsigned int k = threadIdx.x; k < level_kept; k += blockDim.x) {
+            const unsigned int out = out_start + k;
+            out_yx[out] = r.yx[k];
+            out_level[out] = l;
+            out_key[out] = r.key[k];
         }
         __syncthreads();  // the next level reuses the shared state
     }

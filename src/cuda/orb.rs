@@ -42,9 +42,9 @@ const DESCRIBE_SHARED_BYTES: u32 = 39 * 10 * WARP * 4;
 const SELECT_THREADS: u32 = 1024;
 /// Bytes of one selection record (key i64, yx, cell, rank u32) in kernels/orb/select.cu.
 const SELECT_RECORD_BYTES: usize = 20;
-/// Dynamic shared memory `orb_select` may use for its records: beside its ~11 KB of
-/// static shared memory, within the 48 KB every device grants without opting in.
-const SELECT_SHARED_BYTES: usize = 36 * 1024;
+/// Dynamic shared memory `orb_select_order` may sort its records in: beside its
+/// 1.7 KB of static shared memory, within the 48 KB every device grants unasked.
+const SELECT_SHARED_BYTES: usize = 46 * 1024;
 const BLOCK: u32 = 256;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
@@ -100,7 +100,7 @@ struct Plan {
     geometry: Vec<LevelGeometry>,
     total_cells: i32,
     /// Selection records of the largest level (min(candidate slots, 2 quota)) when
-    /// they fit in `orb_select`'s shared memory, else 0 and `select_scratch` holds them.
+    /// they fit in `orb_select_order`'s shared memory, else 0: it sorts them in place.
     shared_records: i32,
     capacity: usize,
     levels: DeviceBuffer,
@@ -120,9 +120,11 @@ struct Plan {
     cand_cell: DeviceBuffer,
     cand_key: DeviceBuffer,
     cand_score: DeviceBuffer,
-    /// `orb_select`'s records (key, yx, cell, rank) at each level's first slot, when
-    /// they do not fit in shared memory (large `n_features`); one byte each otherwise.
-    select_scratch: [DeviceBuffer; 4],
+    /// The selection records (key, yx, cell, rank) at each level's first slot; the
+    /// ranks only when the records are sorted in place (one byte otherwise).
+    records: [DeviceBuffer; 4],
+    /// Records per level (min(candidates, 2 quota)).
+    level_records: DeviceBuffer,
     kept: Staged,
     out_yx: Staged,
     out_level: Staged,
@@ -146,7 +148,9 @@ struct Kernels {
     pyramid: CudaFunction,
     fast_score: CudaFunction,
     cell_candidates: CudaFunction,
-    select: CudaFunction,
+    select_candidates: CudaFunction,
+    record_keys: CudaFunction,
+    select_order: CudaFunction,
     describe: CudaFunction,
 }
 
@@ -157,7 +161,9 @@ impl Kernels {
             pyramid: orb("orb_pyramid", "orb_pyramid")?,
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
-            select: orb("orb_select", "orb_select")?,
+            select_candidates: orb("orb_select", "orb_select_candidates")?,
+            record_keys: orb("orb_select", "orb_record_keys")?,
+            select_order: orb("orb_select", "orb_select_order")?,
             describe: orb("orb_describe", "orb_describe")?,
         };
         // The private patches are over the 48 KB of shared memory granted without asking.
@@ -419,8 +425,6 @@ impl CudaOrbExtractor {
         let slots = slots.max(1);
         let counters = n_levels + n_levels * SCORE_BINS;
         let in_shared = records * SELECT_RECORD_BYTES <= SELECT_SHARED_BYTES;
-        let scratch =
-            |bytes: usize| DeviceBuffer::new(ctx, if in_shared { 1 } else { slots * bytes });
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
         Ok(Plan {
             width,
@@ -449,12 +453,20 @@ impl CudaOrbExtractor {
             cand_cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
             cand_score: DeviceBuffer::new(ctx, slots)?,
-            select_scratch: [
-                scratch(size_of::<i64>())?,
-                scratch(size_of::<u32>())?,
-                scratch(size_of::<u32>())?,
-                scratch(size_of::<u32>())?,
+            records: [
+                DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+                DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                DeviceBuffer::new(
+                    ctx,
+                    if in_shared {
+                        1
+                    } else {
+                        slots * size_of::<u32>()
+                    },
+                )?,
             ],
+            level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
             out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
             out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
@@ -561,39 +573,68 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_score.ptr)
                 .arg(&level_hist)
                 .launch(cell_block)?;
-            // One block per level (at most one per SM under --sm-limit), records in
-            // dynamic shared memory when they fit.
-            let select_blocks = self
-                .sm_limit
-                .map_or(n_levels as u32, |limit| limit.clamp(1, n_levels as u32))
-                .max(1);
-            let [scratch_key, scratch_yx, scratch_cell, scratch_rank] = &plan.select_scratch;
+            // One block per level (at most one per SM under --sm-limit) selects each
+            // level's records, the whole grid computes their Harris keys, one block
+            // per level orders them (in dynamic shared memory when they fit).
+            let per_level = LaunchConfig {
+                grid_dim: (
+                    self.sm_limit
+                        .map_or(n_levels as u32, |limit| limit.clamp(1, n_levels as u32))
+                        .max(1),
+                    1,
+                    1,
+                ),
+                block_dim: (SELECT_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let [record_key, record_yx, record_cell, record_rank] = &plan.records;
             stream
-                .launch_builder(&k.select)
+                .launch_builder(&k.select_candidates)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&level_counts)
                 .arg(&level_hist)
                 .arg(&plan.quotas.ptr)
-                .arg(&plan.pyramid.ptr)
                 .arg(&harris)
                 .arg(&plan.cand_yx.ptr)
                 .arg(&plan.cand_cell.ptr)
                 .arg(&plan.cand_key.ptr)
                 .arg(&plan.cand_score.ptr)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&plan.level_records.ptr)
+                .launch(per_level)?;
+            if harris != 0 {
+                stream
+                    .launch_builder(&k.record_keys)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&n_levels)
+                    .arg(&plan.level_records.ptr)
+                    .arg(&record_yx.ptr)
+                    .arg(&record_key.ptr)
+                    .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
+            }
+            stream
+                .launch_builder(&k.select_order)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
+                .arg(&plan.quotas.ptr)
+                .arg(&plan.level_records.ptr)
                 .arg(&plan.shared_records)
-                .arg(&scratch_key.ptr)
-                .arg(&scratch_yx.ptr)
-                .arg(&scratch_cell.ptr)
-                .arg(&scratch_rank.ptr)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&record_rank.ptr)
                 .arg(&plan.kept.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
                 .launch(LaunchConfig {
-                    grid_dim: (select_blocks, 1, 1),
-                    block_dim: (SELECT_THREADS, 1, 1),
                     shared_mem_bytes: plan.shared_records as u32 * SELECT_RECORD_BYTES as u32,
+                    ..per_level
                 })?;
             let (train, n_train) = self
                 .train

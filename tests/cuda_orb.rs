@@ -190,10 +190,10 @@ fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize
     0
 }
 
-/// 20,000 features: orb_select's records (2 quota per level) no longer fit in shared
-/// memory and go to global scratch, and level 0 has more candidates at the cut
-/// score than the kernel lists (TIE_LIST, 1024), so the raster-order tie break
-/// re-reads the level's candidates.
+/// 20,000 features: the selection records (2 quota per level) no longer fit in
+/// orb_select_order's shared memory, so it sorts them in global scratch, and level 0
+/// has more candidates at the cut score than orb_select_candidates lists (TIE_LIST,
+/// 1024), so the raster-order tie break re-reads the level's candidates.
 #[test]
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn many_features_select_from_global_scratch_and_unlisted_ties() {

@@ -181,7 +181,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's members
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
-// Harris key is left to orb_select (kernels/orb/select.cu), after the pre-filter.
+// Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
 extern "C" __global__ void orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,

@@ -158,6 +158,61 @@ fn fast_score_and_small_grids_match_too() {
     }
 }
 
+/// Level 0's candidates scoring exactly the FAST pre-filter's cut score s*
+/// (docs/orb-reference.md §5, grid step 1), from the CPU reference's score map.
+fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize {
+    use orbsift::cpu::candidates::{apply_cell_thresholds, local_maxima, DetectionArea, Grid};
+    let level = reference.level(0).expect("level 0");
+    let (width, height) = (level.geometry.width, level.geometry.height);
+    let area = DetectionArea::new(width, height, config.edge_threshold as usize).expect("area");
+    let mut candidates = Vec::new();
+    local_maxima(level.scores, width, &area, &mut candidates);
+    let grid = Grid::new(area, config.grid_cell_size as usize);
+    apply_cell_thresholds(
+        &mut candidates,
+        &grid,
+        config.fast_threshold as u8,
+        &mut Vec::new(),
+    );
+    let wanted = 2 * orbsift::cpu::select::level_quotas(
+        config.n_features,
+        config.n_levels,
+        config.scale_factor,
+    )[0];
+    let mut at_least = 0;
+    for score in (0..=255u8).rev() {
+        let ties = candidates.iter().filter(|c| c.score == score).count();
+        if at_least + ties >= wanted {
+            return ties;
+        }
+        at_least += ties;
+    }
+    0
+}
+
+/// 20,000 features: the selection records (2 quota per level) no longer fit in
+/// orb_select_order's shared memory, so it sorts them in global scratch, and level 0
+/// has more candidates at the cut score than orb_select_candidates lists (TIE_LIST,
+/// 1024), so the raster-order tie break re-reads the level's candidates.
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn many_features_select_from_global_scratch_and_unlisted_ties() {
+    let config = OrbConfig {
+        n_features: 20_000,
+        ..OrbConfig::default()
+    };
+    let image = resized(&load("leuvenA.jpg"), (3840, 2160));
+    let mut reference = OrbExtractor::new(config.clone()).unwrap();
+    let expected = reference.extract(&image).unwrap();
+    let ties = level0_ties_at_the_cut(&reference, &config);
+    assert!(
+        ties > 1024,
+        "only {ties} ties at level 0's cut: the test misses its case"
+    );
+    let mut gpu = CudaOrbExtractor::new(config, MemoryMode::Device, None).unwrap();
+    assert_parity("20,000 features", &expected, &gpu.extract(&image).unwrap());
+}
+
 #[test]
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn sm_limit_and_repeated_frames_give_identical_results() {

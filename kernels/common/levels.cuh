@@ -53,28 +53,3 @@ __device__ __forceinline__ int cell_level(const OrbLevel* levels, int n_levels, 
     while (l + 1 < n_levels && cell >= levels[l + 1].cell_offset) ++l;
     return l;
 }
-
-// Runs `body(l, i)` for the filled candidate slots i of every level l, spread over the
-// grid: a level's slots are filled from its first one, `counts[l]` of them (never more
-// than its capacity), so only those are visited, not every slot. The filled slots of
-// all levels are numbered one after the other and thread t takes numbers t, t + stride...
-// so every level's work lands on different threads. Threads are numbered warp by warp
-// across the blocks (warp w of block b is warp w * gridDim.x + b): consecutive numbers
-// stay in one warp, whose lanes then share cells and groups, and successive warps go
-// to different SMs, so a few thousand slots with long loops still use every SM.
-// blockDim.x must be a multiple of 32.
-template <typename Body>
-__device__ __forceinline__ void for_each_filled_slot(const OrbLevel* levels, int n_levels,
-                                                     const unsigned int* counts, Body body) {
-    const int stride = gridDim.x * blockDim.x;
-    const int thread = ((int)(threadIdx.x / 32) * (int)gridDim.x + (int)blockIdx.x) * 32 + (int)(threadIdx.x % 32);
-    int before = 0;  // filled slots of the levels below l
-    for (int l = 0; l < n_levels; ++l) {
-        const int n = (int)min(counts[l], (unsigned int)levels[l].cand_capacity);
-        // The first k >= 0 with before + k = thread (mod stride).
-        int k = (thread - before) % stride;
-        if (k < 0) k += stride;
-        for (; k < n; k += stride) body(l, levels[l].cand_offset + k);
-        before += n;
-    }
-}

@@ -10,39 +10,51 @@
 
 #define PATCH_RADIUS 19                       // rotated 31x31 pattern reaches 18.4 px
 #define PATCH_SIDE (2 * PATCH_RADIUS + 1)
-#define PATCH_WORDS ((PATCH_SIDE * PATCH_SIDE + 3) / 4)
+#define PATCH_ROW_WORDS 10                    // a row of PATCH_SIDE bytes, padded to 40
+#define PATCH_WORDS (PATCH_SIDE * PATCH_ROW_WORDS)
 #define ORIENT_RADIUS 15
 #define WARP 32
 
 // The byte at (dy, dx) of this lane's patch.
 __device__ __forceinline__ int patch_at(const unsigned int* patch, int lane, int dy, int dx) {
-    int index = (dy + PATCH_RADIUS) * PATCH_SIDE + (dx + PATCH_RADIUS);
-    return (patch[(index >> 2) * WARP + lane] >> (8 * (index & 3))) & 0xff;
+    const int row = dy + PATCH_RADIUS, col = dx + PATCH_RADIUS;
+    return (patch[(row * PATCH_ROW_WORDS + (col >> 2)) * WARP + lane] >> (8 * (col & 3))) & 0xff;
 }
 
-// Warps per block. A block describes 32 keypoints, one per lane (each keypoint's
+// Warps per block. A block describes up to 32 keypoints, one per lane (each keypoint's
 // patch in that lane's bank); its warps share the loads, the moment rows, the BRIEF
 // tests and the train set of the fused match, so many warps hide each other's latency.
 // Mirrors DESCRIBE_THREADS in src/cuda/orb.rs.
 #define DESCRIBE_WARPS 16
 #define TESTS_PER_WARP (DESC_WORDS * 32 / DESCRIBE_WARPS)
 
-// Fills every lane's private words with the square of radius PATCH_RADIUS around its
-// keypoint; warp `wid` writes words wid, wid + DESCRIBE_WARPS, ... The edge is at least
-// PATCH_RADIUS (docs/orb-reference.md), so every byte read is inside the level.
+// Fills rows PATCH_RADIUS - radius ..= PATCH_RADIUS + radius of every lane's private
+// words with the square around its keypoint; warp `wid` takes rows wid, wid +
+// DESCRIBE_WARPS, ... A row's 39 bytes are read as the 10 or 11 aligned words that hold
+// them and shifted into place (a lane's loads hit a different keypoint's row, so fewer
+// and wider loads are what counts). The edge is at least PATCH_RADIUS
+// (docs/orb-reference.md) and the pyramid buffers end on a whole word, so every word
+// read is inside the buffer; the padding byte of a row may come from outside the level.
 __device__ __forceinline__ void load_patches(unsigned int* patch, int wid, int lane, bool active,
-                                             const unsigned char* centre, int width) {
-#pragma unroll 4
-    for (int w = wid; w < PATCH_WORDS; w += DESCRIBE_WARPS) {
-        unsigned int word = 0;
+                                             const unsigned char* centre, int width, int radius) {
+    for (int row = PATCH_RADIUS - radius + wid; row <= PATCH_RADIUS + radius; row += DESCRIBE_WARPS) {
+        unsigned int word[PATCH_ROW_WORDS + 1];
+        unsigned int shift = 0;
+        if (active) {
+            const unsigned char* start = centre + (row - PATCH_RADIUS) * width - PATCH_RADIUS;
+            shift = (unsigned int)(reinterpret_cast<size_t>(start) & 3u);
+            const unsigned int* aligned = reinterpret_cast<const unsigned int*>(start - shift);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            int index = 4 * w + k;
-            int dy = index / PATCH_SIDE - PATCH_RADIUS, dx = index % PATCH_SIDE - PATCH_RADIUS;
-            bool inside = active && index < PATCH_SIDE * PATCH_SIDE;
-            word |= (inside ? (unsigned int)centre[dy * width + dx] : 0u) << (8 * k);
+            for (int k = 0; k < PATCH_ROW_WORDS; ++k) word[k] = aligned[k];
+            // The row's last byte lies in word 10 only when the row starts 2 or 3 bytes in.
+            word[PATCH_ROW_WORDS] = shift >= 2 ? aligned[PATCH_ROW_WORDS] : 0u;
+        } else {
+#pragma unroll
+            for (int k = 0; k <= PATCH_ROW_WORDS; ++k) word[k] = 0u;
         }
-        patch[w * WARP + lane] = word;
+#pragma unroll
+        for (int k = 0; k < PATCH_ROW_WORDS; ++k)
+            patch[(row * PATCH_ROW_WORDS + k) * WARP + lane] = __funnelshift_r(word[k], word[k + 1], 8 * shift);
     }
 }
 
@@ -68,8 +80,11 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
     unsigned int* __restrict__ descriptors,   // 8 words per keypoint
     const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
     int n_train,
-    int3* __restrict__ matches) {             // (best index, best, second best) per keypoint
-    __shared__ unsigned int patch[PATCH_WORDS * WARP];
+    int3* __restrict__ matches,               // (best index, best, second best) per keypoint
+    int per_block) {                          // keypoints per block, at most WARP
+    // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb.rs): over the
+    // 48 KB of static shared memory.
+    extern __shared__ unsigned int patch[];
     __shared__ DescribeScratch scratch;
     // After the tests: descriptor word w of lane t at words[w * WARP + t], then each
     // warp's Best2 per lane (conflict-free: lane t always in bank t).
@@ -79,10 +94,11 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
 
     const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
     const int n = (int)kept[n_levels];
-    // Grid-stride over groups of 32 keypoints, so a grid sized to N SMs covers any count.
-    for (int group = blockIdx.x * WARP; group < n; group += gridDim.x * WARP) {
+    // Grid-stride over groups of `per_block` keypoints (fewer than 32 spread small
+    // frames over more SMs), so a grid sized to N SMs covers any count.
+    for (int group = blockIdx.x * per_block; group < n; group += gridDim.x * per_block) {
         const int i = group + lane;
-        const bool active = i < n;
+        const bool active = lane < per_block && i < n;
         int centre = 0, width = 0;
         if (active) {
             const OrbLevel lv = level_table[kp_level[i]];
@@ -97,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
 
         // Orientation from the unsmoothed level: rows of the circle split over warps,
         // integer sums (order-independent) gathered by shared atomics.
-        load_patches(patch, wid, lane, active, pyramid + centre, width);
+        load_patches(patch, wid, lane, active, pyramid + centre, width, ORIENT_RADIUS);
         __syncthreads();
         int m10 = 0, m01 = 0;
         for (int v = wid - ORIENT_RADIUS; v <= ORIENT_RADIUS; v += DESCRIBE_WARPS) {
@@ -125,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         }
 
         // The same private words now hold the smoothed level.
-        load_patches(patch, wid, lane, active, smoothed + centre, width);
+        load_patches(patch, wid, lane, active, smoothed + centre, width, PATCH_RADIUS);
         __syncthreads();
         // Warp wid runs tests wid*TESTS_PER_WARP.. (little-endian words give byte k/8,
         // bit k%8: OpenCV's order).

@@ -181,7 +181,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's members
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
-// Harris key is left to orb_candidate_keys, after the pre-filter.
+// Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
 extern "C" __global__ void orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
@@ -276,45 +276,4 @@ extern "C" __global__ void orb_cell_candidates(
         }
         __syncthreads();  // the next cell reuses the list and `appended`
     }
-}
-
-// Harris ranking key: R = 25 (a b - c^2) - (a + b)^2 over the 7x7 window, exact in i64.
-__device__ long long harris_key(const unsigned char* p, int w) {
-    int a = 0, b = 0, c = 0;
-#pragma unroll
-    for (int dy = -3; dy <= 3; ++dy) {
-#pragma unroll
-        for (int dx = -3; dx <= 3; ++dx) {
-            const unsigned char* q = p + dy * w + dx;
-            int ix = 2 * (q[1] - q[-1]) + (q[-w + 1] - q[-w - 1]) + (q[w + 1] - q[w - 1]);
-            int iy = 2 * (q[w] - q[-w]) + (q[w - 1] - q[-w - 1]) + (q[w + 1] - q[-w + 1]);
-            a += ix * ix;
-            b += iy * iy;
-            c += ix * iy;
-        }
-    }
-    long long la = a, lb = b, lc = c;
-    return 25 * (la * lb - lc * lc) - (la + lb) * (la + lb);
-}
-
-// The Harris ranking key of every candidate that the FAST pre-filter kept
-// (orb_prefilter_keep), one thread per filled candidate slot.
-extern "C" __global__ void orb_candidate_keys(
-    const unsigned char* __restrict__ pyramid,
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const unsigned int* __restrict__ cand_yx,
-    const unsigned char* __restrict__ cand_kept,
-    long long* __restrict__ cand_key) {
-    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
-        if (!cand_kept[i]) return;
-        const OrbLevel& lv = levels[l];
-        const unsigned int yx = cand_yx[i];
-        const int x = yx & 0xffff, y = yx >> 16;
-        cand_key[i] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
-    });
 }

@@ -1,263 +1,385 @@
 // Per-level keypoint selection of the grid distribution on the GPU
-// (docs/orb-reference.md section 5), three steps, no host round trip:
-// 1. FAST pre-filter: keep the first 2 N_l candidates by (s desc, y asc, x asc). From
-//    the level's 256-bin histogram of s (filled by orb_cell_candidates) orb_prefilter_cut
-//    finds the cut score s*; every candidate with s > s* is kept, and of those with
-//    s = s* the first 2 N_l - #{s > s*} in raster order (orb_prefilter_ties lists
-//    them, orb_prefilter_keep counts the listed ones before each).
-// 2. Rank k of each kept candidate within its cell by (key desc, y asc, x asc).
-// 3. The first `quota` of the level by (k asc, key desc, y asc, x asc).
-// Every rank is an exact count ("how many beat me") over a small group, gathered by
-// counting sorts, so no comparison sort is needed and the result is the same total
-// order as the CPU reference's sorts.
+// (docs/orb-reference.md section 5) in three launches, no host round trip:
+// 1. orb_select_candidates (one block per level), the FAST pre-filter: keep the first
+//    2 N_l candidates by (s desc, y asc, x asc). The level's 256-bin histogram of s
+//    (filled by orb_cell_candidates) gives the cut score s*: every candidate with
+//    s > s* is kept, and of those with s = s* the first 2 N_l - #{s > s*} in raster
+//    order, found by a radix select of y << 16 | x. The kept ones become the level's
+//    records (at most 2 N_l), in global scratch at the level's first slot.
+// 2. orb_record_keys (all SMs): the Harris keys of every level's records.
+// 3. orb_select_order (one block per level): rank k of each record within its cell by
+//    (key desc, y asc, x asc) = its position in its cell after sorting by (cell, key
+//    desc, y, x); then the first N_l by (k asc, key desc, y asc, x asc), a second sort.
+//    The sorts run in shared memory (in the global scratch when a level's records do
+//    not fit). Every level's output start is known up front (min(candidates, N_l) per
+//    level), so the levels need not wait for each other.
 #include "common/levels.cuh"
+#include "common/harris.cuh"
+#include "common/warp_append.cuh"
+
+#define ORB_SCORE_BINS 256
+// Mirrors SELECT_THREADS in src/cuda/orb.rs.
+#define SELECT_THREADS 1024
+// Ties (s = s*) a block lists in shared memory; more are re-read from the level's slots.
+#define TIE_LIST 1024
 
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
     return key_j > key_i || (key_j == key_i && yx_j < yx_i);
 }
 
-#define ORB_SCORE_BINS 256
+// A level's kept candidates, one array per field (shared memory or global scratch).
+struct Records {
+    long long* key;
+    unsigned int* yx;
+    unsigned int* cell;
+    unsigned int* rank;  // k, the rank within the cell
+};
 
-// Step 1, cut score per level (one block of ORB_SCORE_BINS threads per level): s* is
-// the score with #{s > s*} < 2 N_l <= #{s >= s*}; `cut` = -1 keeps every candidate
-// (at most 2 N_l of them), ORB_SCORE_BINS keeps none (N_l = 0). `tie_quota` = how
-// many candidates with s = s* are kept.
-extern "C" __global__ void orb_prefilter_cut(
-    const unsigned int* __restrict__ level_hist,  // n_levels * ORB_SCORE_BINS
-    const int* __restrict__ quotas,
-    int* __restrict__ cut,
-    unsigned int* __restrict__ tie_quota) {
-    __shared__ unsigned int at_least[ORB_SCORE_BINS + 1];  // at_least[b] = #{s >= b}
-    const int l = blockIdx.x, b = threadIdx.x;
-    at_least[b] = level_hist[l * ORB_SCORE_BINS + b];
-    if (b == 0) at_least[ORB_SCORE_BINS] = 0u;
-    __syncthreads();
-    for (int offset = 1; offset < ORB_SCORE_BINS; offset <<= 1) {
-        const unsigned int add = b + offset < ORB_SCORE_BINS ? at_least[b + offset] : 0u;
-        __syncthreads();
-        at_least[b] += add;
-        __syncthreads();
+// Record a comes before record b by (group asc, key desc, yx asc).
+__device__ __forceinline__ bool record_before(const Records& r, const unsigned int* group, int a, int b) {
+    return group[a] < group[b] || (group[a] == group[b] && comes_before(r.key[a], r.yx[a], r.key[b], r.yx[b]));
+}
+
+__device__ __forceinline__ void swap_records(const Records& r, int a, int b) {
+    const long long key = r.key[a];
+    r.key[a] = r.key[b];
+    r.key[b] = key;
+    const unsigned int yx = r.yx[a], cell = r.cell[a], rank = r.rank[a];
+    r.yx[a] = r.yx[b];
+    r.yx[b] = yx;
+    r.cell[a] = r.cell[b];
+    r.cell[b] = cell;
+    r.rank[a] = r.rank[b];
+    r.rank[b] = rank;
+}
+
+// Sorts records [0, n) by (group, key desc, yx asc) with the whole block: a bitonic
+// network whose comparators all put the smaller record first (each merge starts by
+// comparing mirrored positions), so the padding up to a power of two behaves as
+// records larger than any other that never move and need no storage.
+__device__ void sort_records(const Records& r, const unsigned int* group, int n) {
+    int padded = 1;
+    while (padded < n) padded <<= 1;
+    for (int size = 2; size <= padded; size <<= 1) {
+        for (int stride = size / 2; stride > 0; stride >>= 1) {
+            for (int p = threadIdx.x; p < padded / 2; p += blockDim.x) {
+                const int low = p & (stride - 1);
+                const int i = ((p - low) << 1) + low;
+                const int j = stride == size / 2 ? i ^ (size - 1) : i + stride;
+                if (j < n && record_before(r, group, j, i)) swap_records(r, i, j);
+            }
+            __syncthreads();
+        }
     }
-    const unsigned int wanted = 2u * (unsigned int)quotas[l];
-    if (at_least[0] <= wanted) {
-        if (b == 0) {
-            cut[l] = -1;
-            tie_quota[l] = 0u;
+}
+
+// The digit d of `bins` (256 counters) holding the `want`-th smallest value (1-based)
+// and how many values below d's bin come first: `want` becomes the rank within d's bin.
+// One warp; every lane returns the same answer.
+__device__ __forceinline__ unsigned int select_bin(const unsigned int* bins, unsigned int& want) {
+    const int lane = threadIdx.x % 32;
+    unsigned int count[8], sum = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        count[k] = bins[8 * lane + k];
+        sum += count[k];
+    }
+    unsigned int inclusive = sum;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const unsigned int other = __shfl_up_sync(0xffffffffu, inclusive, offset);
+        if (lane >= offset) inclusive += other;
+    }
+    unsigned int below = inclusive - sum, found = 0, rest = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        if (below < want && want <= below + count[k]) {
+            found = 8u * lane + k;
+            rest = want - below;
         }
-    } else if (wanted == 0u) {
-        if (b == 0) {
-            cut[l] = ORB_SCORE_BINS;
-            tie_quota[l] = 0u;
-        }
-    } else if (at_least[b + 1] < wanted && wanted <= at_least[b]) {  // exactly one b
-        cut[l] = b;
-        tie_quota[l] = wanted - at_least[b + 1];
+        below += count[k];
+    }
+    // Exactly one lane found it (want <= the total).
+    const unsigned int owner = __ballot_sync(0xffffffffu, rest != 0u);
+    const int source = __ffs(owner) - 1;
+    want = __shfl_sync(0xffffffffu, rest, source);
+    return __shfl_sync(0xffffffffu, found, source);
+}
+
+// Where a level's ties (s = s*) are: the block's list when it holds them all, else
+// the level's candidate slots.
+struct Ties {
+    unsigned int listed;  // 0: not listed
+    const unsigned int* list_yx;
+    const unsigned int* list_slot;
+    unsigned int n;  // the level's candidates
+    const unsigned int* cand_yx;
+    const unsigned char* cand_score;
+    int cut;
+};
+
+// Runs `body(yx, slot)` for every tie, spread over the block's threads.
+template <typename Body>
+__device__ __forceinline__ void for_each_tie(const Ties& ties, Body body) {
+    if (ties.listed) {
+        for (unsigned int t = threadIdx.x; t < ties.listed; t += blockDim.x) body(ties.list_yx[t], ties.list_slot[t]);
+    } else {
+        for (unsigned int i = threadIdx.x; i < ties.n; i += blockDim.x)
+            if ((int)ties.cand_score[i] == ties.cut) body(ties.cand_yx[i], i);
     }
 }
 
-// Step 1, the candidates with s = s*, listed per level (from the level's first slot).
-extern "C" __global__ void orb_prefilter_ties(
-    const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const unsigned int* __restrict__ cand_yx,
-    const unsigned char* __restrict__ cand_score,
-    const int* __restrict__ cut,
-    unsigned int* tie_counts,             // per level, start at 0
-    unsigned int* __restrict__ tie_yx) {    // same slots as the candidates
-    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
-        if ((int)cand_score[i] != cut[l]) return;
-        tie_yx[levels[l].cand_offset + atomicAdd(tie_counts + l, 1u)] = cand_yx[i];
-    });
+// The records of level `l` in the global scratch (each level's from its first slot).
+__device__ __forceinline__ Records scratch_records(const OrbLevel& lv, long long* key, unsigned int* yx,
+                                                    unsigned int* cell, unsigned int* rank) {
+    const int first = lv.cand_offset;
+    return Records{key + first, yx + first, cell + first, rank + first};
 }
 
-// Step 1, the verdict: kept iff s > s*, or s = s* and fewer than `tie_quota` listed
-// ties come before it in raster order (y << 16 | x ascending). Each tie reads its
-// level's whole tie list: quadratic in the number of candidates scoring exactly s*.
-extern "C" __global__ void orb_prefilter_keep(
-    const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const unsigned int* __restrict__ cand_yx,
-    const unsigned char* __restrict__ cand_score,
-    const int* __restrict__ cut,
-    const unsigned int* __restrict__ tie_quota,
-    const unsigned int* __restrict__ tie_counts,
-    const unsigned int* __restrict__ tie_yx,
-    unsigned char* __restrict__ cand_kept) {
-    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
-        const int s = cand_score[i];
-        bool kept = s > cut[l];
-        if (s == cut[l]) {
-            const unsigned int yx = cand_yx[i], quota = tie_quota[l], n = tie_counts[l];
-            const unsigned int* ties = tie_yx + levels[l].cand_offset;
-            unsigned int before = 0;
-            for (unsigned int m = 0; m < n && before < quota; ++m) before += ties[m] < yx;
-            kept = before < quota;
-        }
-        cand_kept[i] = kept;
-    });
-}
-
-// k = rank of each kept candidate among the kept ones of its cell; counts candidates
-// per (level, k). A dropped candidate gets k = max_rank (no group).
-extern "C" __global__ void orb_rank_in_cell(
-    const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const unsigned int* __restrict__ cand_yx,
-    const int* __restrict__ cand_cell,
-    const long long* __restrict__ cand_key,
-    const unsigned char* __restrict__ cand_kept,
-    const unsigned int* __restrict__ cell_starts,  // first slot of each cell's members
-    const unsigned int* __restrict__ cell_counts,
-    int max_rank,                        // ranks per level in `rank_counts`
-    int* __restrict__ cand_rank,
-    unsigned int* __restrict__ cand_in_rank,
-    unsigned int* rank_counts) {           // n_levels * max_rank, start at 0
-    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
-        if (!cand_kept[i]) {
-            cand_rank[i] = max_rank;
-            return;
-        }
-        int cell = levels[l].cell_offset + cand_cell[i];
-        long long key = cand_key[i];
-        unsigned int yx = cand_yx[i];
-        unsigned int start = cell_starts[cell], count = cell_counts[cell];
-        int k = 0;
-        for (unsigned int j = start; j < start + count; ++j)
-            k += cand_kept[j] && comes_before(cand_key[j], cand_yx[j], key, yx);
-        cand_rank[i] = k;
-        cand_in_rank[i] = k < max_rank ? atomicAdd(rank_counts + l * max_rank + k, 1u) : 0u;
-    });
-}
-
-// Per level: where each rank's group starts in the level's order, how many keypoints
-// the level keeps (min(quota, candidates)) and where they go in the output.
-// One block, one warp per level: the warp scans the level's rank counts 32 at a time.
-extern "C" __global__ void orb_rank_starts(
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidates(
+    const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
-    const OrbLevel* __restrict__ levels,
+    const unsigned int* __restrict__ level_hist,  // n_levels * ORB_SCORE_BINS
     const int* __restrict__ quotas,
-    int max_rank,
-    const unsigned int* __restrict__ rank_counts,
-    unsigned int* __restrict__ rank_starts,
-    unsigned int* __restrict__ level_kept,      // n_levels + 1: kept per level, then the total
-    unsigned int* __restrict__ level_out_start,
-    unsigned int* __restrict__ level_grouped) { // members of the groups that reach the quota
-    __shared__ unsigned int kept[ORB_MAX_LEVELS];
-    const int l = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (l < n_levels) {
-        const unsigned int quota = (unsigned int)quotas[l];
-        unsigned int carry = 0, grouped = 0;
-        for (int base = 0; base < max_rank; base += 32) {
-            const int k = base + lane;
-            const unsigned int count = k < max_rank ? rank_counts[l * max_rank + k] : 0u;
-            unsigned int sum = count;  // inclusive scan over the lanes
-#pragma unroll
-            for (int offset = 1; offset < 32; offset <<= 1) {
-                const unsigned int other = __shfl_up_sync(0xffffffffu, sum, offset);
-                if (lane >= offset) sum += other;
-            }
-            const unsigned int start = carry + sum - count;
-            if (k < max_rank) {
-                rank_starts[l * max_rank + k] = start;
-                // Starts only grow with k: the last group starting below the quota ends it.
-                if (start < quota) grouped = start + count;
-            }
-            carry += __shfl_sync(0xffffffffu, sum, 31);
-        }
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1)
-            grouped = max(grouped, __shfl_xor_sync(0xffffffffu, grouped, offset));
-        if (lane == 0) {
-            level_grouped[l] = grouped;
-            const unsigned int candidates = min(level_counts[l], (unsigned int)levels[l].cand_capacity);
-            kept[l] = min(candidates, quota);
-            level_kept[l] = kept[l];
-        }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned int total = 0;
-        for (int m = 0; m < n_levels; ++m) {
-            level_out_start[m] = total;
-            total += kept[m];
-        }
-        level_kept[n_levels] = total;
-    }
-}
-
-// Gathers the sort keys of the candidates of the ranks that can reach the quota by
-// (level, k), so that placing them reads each group contiguously.
-extern "C" __global__ void orb_gather_ranks(
-    const OrbLevel* __restrict__ level_table, int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const int* __restrict__ quotas,
-    int max_rank,
+    int harris,
     const unsigned int* __restrict__ cand_yx,
-    const long long* __restrict__ cand_key,
-    const int* __restrict__ cand_rank,
-    const unsigned int* __restrict__ cand_in_rank,
-    const unsigned int* __restrict__ rank_starts,
-    const unsigned int* __restrict__ rank_counts,
-    unsigned int* __restrict__ rank_yx,  // same slots as the candidates
-    long long* __restrict__ rank_key,
-    uint2* __restrict__ rank_group) {      // (start, count) of the member's group
+    const int* __restrict__ cand_cell,
+    const long long* __restrict__ cand_key,       // the FAST key (read when !harris)
+    const unsigned char* __restrict__ cand_score,
+    long long* __restrict__ record_key,           // records at each level's first slot
+    unsigned int* __restrict__ record_yx,
+    unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ level_records) {   // records per level
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int bins[ORB_SCORE_BINS];
+    __shared__ unsigned int tie_yx[TIE_LIST], tie_slot[TIE_LIST];
+    __shared__ int cut;                     // s*; -1 keeps every candidate
+    __shared__ unsigned int tie_quota, ties, listed, n_records, digit, rest;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_counts, [&](int l, int i) {
-        int k = cand_rank[i];
-        if (k >= max_rank) return;
-        unsigned int start = rank_starts[l * max_rank + k];
-        if (start >= (unsigned int)quotas[l]) return;
-        unsigned int member = levels[l].cand_offset + start + cand_in_rank[i];
-        rank_yx[member] = cand_yx[i];
-        rank_key[member] = cand_key[i];
-        rank_group[member] = make_uint2(start, rank_counts[l * max_rank + k]);
-    });
+
+    for (int l = blockIdx.x; l < n_levels; l += gridDim.x) {
+        const OrbLevel& lv = levels[l];
+        const unsigned int quota = (unsigned int)quotas[l];
+        const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
+        const bool selects = min(n, quota) > 0u;
+        if (threadIdx.x == 0) {
+            listed = 0u;
+            n_records = 0u;
+        }
+        // The cut score from the histogram (warp 0, eight bins per lane).
+        if (warp == 0 && selects) {
+            unsigned int count[8], sum = 0;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                count[k] = level_hist[l * ORB_SCORE_BINS + 8 * lane + k];
+                sum += count[k];
+            }
+            unsigned int at_least = sum;  // #{s >= 8 lane}: suffix sum over the lanes
+#pragma unroll
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                const unsigned int other = __shfl_down_sync(0xffffffffu, at_least, offset);
+                if (lane + offset < 32) at_least += other;
+            }
+            const unsigned int total = __shfl_sync(0xffffffffu, at_least, 0);
+            const unsigned int wanted = 2u * quota;
+            if (total <= wanted) {
+                if (lane == 0) {
+                    cut = -1;
+                    tie_quota = 0u;
+                    ties = 0u;
+                }
+            } else {
+                unsigned int above = at_least - sum;  // #{s > b} for b = 8 lane + 7
+#pragma unroll
+                for (int k = 7; k >= 0; --k) {
+                    if (above < wanted && wanted <= above + count[k]) {  // exactly one b
+                        cut = 8 * lane + k;
+                        tie_quota = wanted - above;
+                        ties = count[k];
+                    }
+                    above += count[k];
+                }
+            }
+        }
+        __syncthreads();
+        if (selects) {
+            const int first = lv.cand_offset;
+            long long* key = record_key + first;
+            unsigned int* yx_out = record_yx + first;
+            unsigned int* cell_out = record_cell + first;
+            const int s_cut = cut;
+            const bool list_ties = ties <= TIE_LIST;
+            auto add_record = [&](unsigned int slot, unsigned int yx) {
+                const unsigned int k = warp_append(&n_records, 0);
+                yx_out[k] = yx;
+                cell_out[k] = (unsigned int)cand_cell[first + slot];
+                key[k] = harris ? 0ll : cand_key[first + slot];
+            };
+
+            // s > s* kept at once, the ties listed.
+            for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
+                const int s = cand_score[first + i];
+                if (s > s_cut) {
+                    add_record(i, cand_yx[first + i]);
+                } else if (s == s_cut && list_ties) {
+                    const unsigned int t = warp_append(&listed, 0);
+                    if (t < TIE_LIST) {
+                        tie_yx[t] = cand_yx[first + i];
+                        tie_slot[t] = i;
+                    }
+                }
+            }
+            // Of the ties, the first tie_quota in raster order: those with
+            // y << 16 | x <= the tie_quota-th smallest, found 8 bits at a time.
+            if (s_cut >= 0) {
+                __syncthreads();  // the list is complete
+                const Ties level_ties{list_ties ? listed : 0u, tie_yx, tie_slot, n, cand_yx + first,
+                                      cand_score + first, s_cut};
+                unsigned int last_kept = 0xffffffffu;
+                if (tie_quota < ties) {
+                    if (threadIdx.x == 0) rest = tie_quota;
+                    unsigned int prefix = 0;
+                    for (int shift = 24; shift >= 0; shift -= 8) {
+                        const unsigned int high = shift == 24 ? 0u : 0xffffffffu << (shift + 8);
+                        for (int b = threadIdx.x; b < ORB_SCORE_BINS; b += blockDim.x) bins[b] = 0u;
+                        __syncthreads();
+                        for_each_tie(level_ties, [&](unsigned int yx, unsigned int) {
+                            if ((yx & high) != prefix) return;
+                            const unsigned int d = (yx >> shift) & 0xffu;
+                            const unsigned int peers = __match_any_sync(__activemask(), d);
+                            if (lane == __ffs(peers) - 1) atomicAdd(&bins[d], (unsigned int)__popc(peers));
+                        });
+                        __syncthreads();
+                        if (warp == 0) {
+                            unsigned int want = rest;
+                            __syncwarp();
+                            const unsigned int d = select_bin(bins, want);
+                            if (lane == 0) {
+                                digit = d;
+                                rest = want;
+                            }
+                        }
+                        __syncthreads();
+                        prefix |= digit << shift;
+                    }
+                    last_kept = prefix;
+                }
+                for_each_tie(level_ties, [&](unsigned int yx, unsigned int slot) {
+                    if (yx <= last_kept) add_record(slot, yx);
+                });
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) level_records[l] = selects ? n_records : 0u;  // min(n, 2 quota)
+        __syncthreads();  // the next level reuses the shared state
+    }
 }
 
-// Final position of each member of a group that reaches the quota: the group's start
-// plus its rank in the group by (key desc, y, x). Threads take members in group order,
-// so a warp's lanes share one group and read it together. Writes the kept keypoints
-// in output order.
-extern "C" __global__ void orb_place_selected(
-    const OrbLevel* __restrict__ level_table, int n_levels,
+// The Harris keys of every level's records, spread over the whole grid: the records
+// of all levels are numbered one after the other.
+extern "C" __global__ void orb_record_keys(
+    const unsigned char* __restrict__ pyramid,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_records,
+    const unsigned int* __restrict__ record_yx,
+    long long* __restrict__ record_key) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int counts[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    __syncthreads();
+    unsigned int total = 0;
+    for (int l = 0; l < n_levels; ++l) total += counts[l];
+    for (unsigned int g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
+        int l = 0;
+        unsigned int k = g;
+        while (k >= counts[l]) k -= counts[l++];
+        const OrbLevel& lv = levels[l];
+        const unsigned int yx = record_yx[lv.cand_offset + k];
+        const int x = yx & 0xffff, y = yx >> 16;
+        record_key[lv.cand_offset + k] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_order(
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
-    const unsigned int* __restrict__ level_grouped,
-    const unsigned int* __restrict__ rank_yx,
-    const long long* __restrict__ rank_key,
-    const uint2* __restrict__ rank_group,
-    const unsigned int* __restrict__ level_out_start,
+    const unsigned int* __restrict__ level_records,
+    int shared_records,                           // records per level in dynamic shared memory; 0: scratch
+    long long* __restrict__ record_key,           // records at each level's first slot
+    unsigned int* __restrict__ record_yx,
+    unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ record_rank,       // scratch for k when not in shared memory
+    unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
     long long* __restrict__ out_key) {
+    extern __shared__ long long shared_storage[];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int out_start;
     load_levels(levels, level_table, n_levels);
     __syncthreads();
-    for_each_filled_slot(levels, n_levels, level_grouped, [&](int l, int i) {
-        long long key = rank_key[i];
-        unsigned int yx = rank_yx[i];
-        const uint2 group = rank_group[i];
-        const unsigned int first = levels[l].cand_offset + group.x;
-        unsigned int position = group.x;
-#pragma unroll 8
-        for (unsigned int m = 0; m < group.y; ++m)
-            position += comes_before(rank_key[first + m], rank_yx[first + m], key, yx);
-        if (position >= (unsigned int)quotas[l]) return;
-        unsigned int out = level_out_start[l] + position;
-        out_yx[out] = yx;
-        out_level[out] = l;
-        out_key[out] = key;
-    });
+
+    for (int l = blockIdx.x; l < n_levels; l += gridDim.x) {
+        const OrbLevel& lv = levels[l];
+        const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
+        const unsigned int level_kept = min(n, (unsigned int)quotas[l]);
+        if (threadIdx.x == 0) {
+            unsigned int before = 0, total = 0;
+            for (int m = 0; m < n_levels; ++m) {
+                const unsigned int k = min(min(level_counts[m], (unsigned int)levels[m].cand_capacity), (unsigned int)quotas[m]);
+                before += m < l ? k : 0u;
+                total += k;
+            }
+            out_start = before;
+            kept[l] = level_kept;
+            if (l == 0) kept[n_levels] = total;
+        }
+        const int count = (int)level_records[l];
+        Records r = scratch_records(lv, record_key, record_yx, record_cell, record_rank);
+        if (shared_records > 0) {  // sort a copy in shared memory
+            const Records global = r;
+            r.key = shared_storage;
+            r.yx = reinterpret_cast<unsigned int*>(shared_storage + shared_records);
+            r.cell = r.yx + shared_records;
+            r.rank = r.cell + shared_records;
+            for (int k = threadIdx.x; k < count; k += blockDim.x) {
+                r.key[k] = global.key[k];
+                r.yx[k] = global.yx[k];
+                r.cell[k] = global.cell[k];
+            }
+        }
+        __syncthreads();
+
+        // Rank within the cell = distance to the cell's first record.
+        sort_records(r, r.cell, count);
+        for (int k = threadIdx.x; k < count; k += blockDim.x) {
+            const unsigned int cell = r.cell[k];
+            int lo = 0, hi = k;
+            while (lo < hi) {
+                const int mid = (lo + hi) / 2;
+                if (r.cell[mid] < cell) lo = mid + 1;
+                else hi = mid;
+            }
+            r.rank[k] = (unsigned int)(k - lo);
+        }
+        __syncthreads();
+
+        // (k, key desc, y, x); the first min(n, N_l) are the level's keypoints.
+        sort_records(r, r.rank, count);
+        for (unsigned int k = threadIdx.x; k < level_kept; k += blockDim.x) {
+            const unsigned int out = out_start + k;
+            out_yx[out] = r.yx[k];
+            out_level[out] = l;
+            out_key[out] = r.key[k];
+        }
+        __syncthreads();  // the next level reuses the shared state
+    }
 }

@@ -31,7 +31,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 8] = [
+pub const HEADERS: [(&str, &str); 9] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
@@ -40,6 +40,7 @@ pub const HEADERS: [(&str, &str); 8] = [
     kernel_file!("common/sift_octaves.cuh"),
     kernel_file!("common/fast_atan2.cuh"),
     kernel_file!("common/warp_reduce_by_key.cuh"),
+    kernel_file!("common/harris.cuh"),
 ];
 
 const fn module(

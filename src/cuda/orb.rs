@@ -36,8 +36,18 @@ pub use pipeline::CudaOrbPipeline;
 const DESCRIBE_PATCH_RADIUS: usize = 19;
 const _: () = assert!(PATTERN_REACH <= DESCRIBE_PATCH_RADIUS);
 const WARP: u32 = 32;
-/// `DESCRIBE_WARPS * 32` of kernels/orb/describe.cu: one block describes 32 keypoints.
+/// `DESCRIBE_WARPS * 32` of kernels/orb/describe.cu: one block describes up to 32 keypoints.
 const DESCRIBE_THREADS: u32 = 16 * WARP;
+/// The private patches of kernels/orb/describe.cu: `PATCH_WORDS * WARP` words
+/// (39 rows of 10 words per keypoint, 32 keypoints), dynamic shared memory.
+const DESCRIBE_SHARED_BYTES: u32 = 39 * 10 * WARP * 4;
+/// `SELECT_THREADS` of kernels/orb/select.cu: one block per level.
+const SELECT_THREADS: u32 = 1024;
+/// Bytes of one selection record (key i64, yx, cell, rank u32) in kernels/orb/select.cu.
+const SELECT_RECORD_BYTES: usize = 20;
+/// Dynamic shared memory `orb_select_order` may sort its records in: beside its
+/// 1.7 KB of static shared memory, within the 48 KB every device grants unasked.
+const SELECT_SHARED_BYTES: usize = 46 * 1024;
 const BLOCK: u32 = 256;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
@@ -104,7 +114,9 @@ struct Plan {
     height: usize,
     geometry: Vec<LevelGeometry>,
     total_cells: i32,
-    max_rank: i32,
+    /// Selection records of the largest level (min(candidate slots, 2 quota)) when
+    /// they fit in `orb_select_order`'s shared memory, else 0: it sorts them in place.
+    shared_records: i32,
     capacity: usize,
     levels: DeviceBuffer,
     taps: DeviceBuffer,
@@ -115,7 +127,7 @@ struct Plan {
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
     barrier: DeviceBuffer,
-    /// Zeroed each frame: level counts, rank counts, score histograms, tie counts.
+    /// Zeroed each frame: level counts, score histograms.
     counters: DeviceBuffer,
     /// Per cell, written each frame: the first slot and the number of its candidates.
     cell_starts: DeviceBuffer,
@@ -124,20 +136,11 @@ struct Plan {
     cand_cell: DeviceBuffer,
     cand_key: DeviceBuffer,
     cand_score: DeviceBuffer,
-    /// FAST pre-filter (docs/orb-reference.md §5, grid step 1): per level the cut
-    /// score and how many of its ties stay, the ties' positions, the verdicts.
-    prefilter_cut: DeviceBuffer,
-    tie_quota: DeviceBuffer,
-    tie_yx: DeviceBuffer,
-    cand_kept: DeviceBuffer,
-    cand_rank: DeviceBuffer,
-    cand_in_rank: DeviceBuffer,
-    rank_yx: DeviceBuffer,
-    rank_key: DeviceBuffer,
-    rank_group: DeviceBuffer,
-    rank_starts: DeviceBuffer,
-    level_out_start: DeviceBuffer,
-    level_grouped: DeviceBuffer,
+    /// The selection records (key, yx, cell, rank) at each level's first slot; the
+    /// ranks only when the records are sorted in place (one byte otherwise).
+    records: [DeviceBuffer; 4],
+    /// Records per level (min(candidates, 2 quota)).
+    level_records: DeviceBuffer,
     kept: Staged,
     out_yx: Staged,
     out_level: Staged,
@@ -167,34 +170,30 @@ struct Kernels {
     pyramid: CudaFunction,
     fast_score: CudaFunction,
     cell_candidates: CudaFunction,
-    candidate_keys: CudaFunction,
-    prefilter_cut: CudaFunction,
-    prefilter_ties: CudaFunction,
-    prefilter_keep: CudaFunction,
-    rank_in_cell: CudaFunction,
-    rank_starts: CudaFunction,
-    gather_ranks: CudaFunction,
-    place_selected: CudaFunction,
+    select_candidates: CudaFunction,
+    record_keys: CudaFunction,
+    select_order: CudaFunction,
     describe: CudaFunction,
 }
 
 impl Kernels {
     fn load(gpu: &Gpu) -> Result<Self> {
         let orb = |module: &str, name: &str| gpu.function(module, name);
-        Ok(Self {
+        let kernels = Self {
             pyramid: orb("orb_pyramid", "orb_pyramid")?,
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
-            candidate_keys: orb("orb_detect", "orb_candidate_keys")?,
-            prefilter_cut: orb("orb_select", "orb_prefilter_cut")?,
-            prefilter_ties: orb("orb_select", "orb_prefilter_ties")?,
-            prefilter_keep: orb("orb_select", "orb_prefilter_keep")?,
-            rank_in_cell: orb("orb_select", "orb_rank_in_cell")?,
-            rank_starts: orb("orb_select", "orb_rank_starts")?,
-            gather_ranks: orb("orb_select", "orb_gather_ranks")?,
-            place_selected: orb("orb_select", "orb_place_selected")?,
+            select_candidates: orb("orb_select", "orb_select_candidates")?,
+            record_keys: orb("orb_select", "orb_record_keys")?,
+            select_order: orb("orb_select", "orb_select_order")?,
             describe: orb("orb_describe", "orb_describe")?,
-        })
+        };
+        // The private patches are over the 48 KB of shared memory granted without asking.
+        kernels.describe.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            DESCRIBE_SHARED_BYTES as i32,
+        )?;
+        Ok(kernels)
     }
 }
 
@@ -385,7 +384,7 @@ impl CudaOrbExtractor {
         let edge = c.edge_threshold as usize;
         let mut levels = Vec::with_capacity(geometry.len());
         let mut taps = Vec::new();
-        let (mut offset, mut cells, mut slots, mut max_rank) = (0usize, 0usize, 0usize, 1usize);
+        let (mut offset, mut cells, mut slots, mut records) = (0usize, 0usize, 0usize, 0usize);
         for (l, g) in geometry.iter().enumerate() {
             let mut level = OrbLevel {
                 width: to_i32(g.width, "width")?,
@@ -434,7 +433,8 @@ impl CudaOrbExtractor {
                 level.cand_capacity = to_i32(capacity, "candidates")?;
                 cells += grid.n_cells();
                 slots += capacity;
-                max_rank = max_rank.max(grid.cell_width.div_ceil(2) * grid.cell_height.div_ceil(2));
+                let quota = quotas.get(l).map_or(0, |&q| q.max(0) as usize);
+                records = records.max(capacity.min(2 * quota));
             }
             offset += g.width * g.height;
             levels.push(level);
@@ -447,14 +447,19 @@ impl CudaOrbExtractor {
         let total_cells = to_i32(cells, "cells")?;
         let cells = cells.max(1);
         let slots = slots.max(1);
-        let counters = n_levels + n_levels * max_rank + n_levels * (SCORE_BINS + 1);
+        let counters = n_levels + n_levels * SCORE_BINS;
+        let in_shared = records * SELECT_RECORD_BYTES <= SELECT_SHARED_BYTES;
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
         Ok(Plan {
             width,
             height,
             geometry,
             total_cells,
-            max_rank: to_i32(max_rank, "rank")?,
+            shared_records: if in_shared {
+                to_i32(records, "records")?
+            } else {
+                0
+            },
             capacity,
             levels: DeviceBuffer::from_slice(ctx, &levels)?,
             taps: DeviceBuffer::from_slice(ctx, &taps)?,
@@ -463,8 +468,9 @@ impl CudaOrbExtractor {
                 frame: Staged::new(ctx, width * height, unified)?,
                 graph: None,
             }],
-            pyramid: DeviceBuffer::new(ctx, offset)?,
-            smoothed: DeviceBuffer::new(ctx, offset)?,
+            // Whole words: orb_describe reads the aligned words holding its patch rows.
+            pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
+            smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             scores: DeviceBuffer::new(ctx, offset)?,
             barrier,
             counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
@@ -474,18 +480,20 @@ impl CudaOrbExtractor {
             cand_cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
             cand_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
             cand_score: DeviceBuffer::new(ctx, slots)?,
-            prefilter_cut: DeviceBuffer::new(ctx, n_levels * size_of::<i32>())?,
-            tie_quota: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
-            tie_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
-            cand_kept: DeviceBuffer::new(ctx, slots)?,
-            cand_rank: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
-            cand_in_rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
-            rank_yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
-            rank_key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
-            rank_group: DeviceBuffer::new(ctx, slots * 2 * size_of::<u32>())?,
-            rank_starts: DeviceBuffer::new(ctx, n_levels * max_rank * size_of::<u32>())?,
-            level_out_start: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
-            level_grouped: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            records: [
+                DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+                DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                DeviceBuffer::new(
+                    ctx,
+                    if in_shared {
+                        1
+                    } else {
+                        slots * size_of::<u32>()
+                    },
+                )?,
+            ],
+            level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
             out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
             out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
@@ -511,9 +519,7 @@ impl CudaOrbExtractor {
         };
         let n_lv = n_levels as usize;
         let level_counts: CUdeviceptr = plan.counters.ptr;
-        let rank_counts: CUdeviceptr = level_counts + (n_lv * 4) as u64;
-        let level_hist: CUdeviceptr = rank_counts + (n_lv * plan.max_rank as usize * 4) as u64;
-        let tie_counts: CUdeviceptr = level_hist + (n_lv * SCORE_BINS * 4) as u64;
+        let level_hist: CUdeviceptr = level_counts + (n_lv * 4) as u64;
         // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
         unsafe {
             cudarc::driver::result::memset_d8_async(
@@ -594,121 +600,89 @@ impl CudaOrbExtractor {
                 .arg(&plan.cand_score.ptr)
                 .arg(&level_hist)
                 .launch(cell_block)?;
+            // One block per level (at most one per SM under --sm-limit) selects each
+            // level's records, the whole grid computes their Harris keys, one block
+            // per level orders them (in dynamic shared memory when they fit).
+            let per_level = LaunchConfig {
+                grid_dim: (
+                    self.sm_limit
+                        .map_or(n_levels as u32, |limit| limit.clamp(1, n_levels as u32))
+                        .max(1),
+                    1,
+                    1,
+                ),
+                block_dim: (SELECT_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let [record_key, record_yx, record_cell, record_rank] = &plan.records;
             stream
-                .launch_builder(&k.prefilter_cut)
+                .launch_builder(&k.select_candidates)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&level_counts)
                 .arg(&level_hist)
                 .arg(&plan.quotas.ptr)
-                .arg(&plan.prefilter_cut.ptr)
-                .arg(&plan.tie_quota.ptr)
-                .launch(cfg(n_levels as u32, SCORE_BINS as u32))?;
-            stream
-                .launch_builder(&k.prefilter_ties)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&level_counts)
-                .arg(&plan.cand_yx.ptr)
-                .arg(&plan.cand_score.ptr)
-                .arg(&plan.prefilter_cut.ptr)
-                .arg(&tie_counts)
-                .arg(&plan.tie_yx.ptr)
-                .launch(cfg(grid_of(&k.prefilter_ties)?, BLOCK))?;
-            stream
-                .launch_builder(&k.prefilter_keep)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&level_counts)
-                .arg(&plan.cand_yx.ptr)
-                .arg(&plan.cand_score.ptr)
-                .arg(&plan.prefilter_cut.ptr)
-                .arg(&plan.tie_quota.ptr)
-                .arg(&tie_counts)
-                .arg(&plan.tie_yx.ptr)
-                .arg(&plan.cand_kept.ptr)
-                .launch(cfg(grid_of(&k.prefilter_keep)?, BLOCK))?;
-            if harris != 0 {
-                stream
-                    .launch_builder(&k.candidate_keys)
-                    .arg(&plan.pyramid.ptr)
-                    .arg(&plan.levels.ptr)
-                    .arg(&n_levels)
-                    .arg(&level_counts)
-                    .arg(&plan.cand_yx.ptr)
-                    .arg(&plan.cand_kept.ptr)
-                    .arg(&plan.cand_key.ptr)
-                    .launch(cfg(grid_of(&k.candidate_keys)?, BLOCK))?;
-            }
-            stream
-                .launch_builder(&k.rank_in_cell)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&level_counts)
+                .arg(&harris)
                 .arg(&plan.cand_yx.ptr)
                 .arg(&plan.cand_cell.ptr)
                 .arg(&plan.cand_key.ptr)
-                .arg(&plan.cand_kept.ptr)
-                .arg(&plan.cell_starts.ptr)
-                .arg(&plan.cell_counts.ptr)
-                .arg(&plan.max_rank)
-                .arg(&plan.cand_rank.ptr)
-                .arg(&plan.cand_in_rank.ptr)
-                .arg(&rank_counts)
-                .launch(cfg(grid_of(&k.rank_in_cell)?, BLOCK))?;
+                .arg(&plan.cand_score.ptr)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&plan.level_records.ptr)
+                .launch(per_level)?;
+            if harris != 0 {
+                stream
+                    .launch_builder(&k.record_keys)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&n_levels)
+                    .arg(&plan.level_records.ptr)
+                    .arg(&record_yx.ptr)
+                    .arg(&record_key.ptr)
+                    .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
+            }
             stream
-                .launch_builder(&k.rank_starts)
+                .launch_builder(&k.select_order)
+                .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&level_counts)
-                .arg(&plan.levels.ptr)
                 .arg(&plan.quotas.ptr)
-                .arg(&plan.max_rank)
-                .arg(&rank_counts)
-                .arg(&plan.rank_starts.ptr)
+                .arg(&plan.level_records.ptr)
+                .arg(&plan.shared_records)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&record_rank.ptr)
                 .arg(&plan.kept.ptr)
-                .arg(&plan.level_out_start.ptr)
-                .arg(&plan.level_grouped.ptr)
-                .launch(cfg(1, WARP * n_levels as u32))?;
-            stream
-                .launch_builder(&k.gather_ranks)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&level_counts)
-                .arg(&plan.quotas.ptr)
-                .arg(&plan.max_rank)
-                .arg(&plan.cand_yx.ptr)
-                .arg(&plan.cand_key.ptr)
-                .arg(&plan.cand_rank.ptr)
-                .arg(&plan.cand_in_rank.ptr)
-                .arg(&plan.rank_starts.ptr)
-                .arg(&rank_counts)
-                .arg(&plan.rank_yx.ptr)
-                .arg(&plan.rank_key.ptr)
-                .arg(&plan.rank_group.ptr)
-                .launch(cfg(grid_of(&k.gather_ranks)?, BLOCK))?;
-            stream
-                .launch_builder(&k.place_selected)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&plan.quotas.ptr)
-                .arg(&plan.level_grouped.ptr)
-                .arg(&plan.rank_yx.ptr)
-                .arg(&plan.rank_key.ptr)
-                .arg(&plan.rank_group.ptr)
-                .arg(&plan.level_out_start.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
-                .launch(cfg(grid_of(&k.place_selected)?, BLOCK))?;
+                .launch(LaunchConfig {
+                    shared_mem_bytes: plan.shared_records as u32 * SELECT_RECORD_BYTES as u32,
+                    ..per_level
+                })?;
             let (train, n_train) = self
                 .train
                 .as_ref()
                 .map_or((null, 0), |t| (t.buffer.ptr, t.len));
+            let sms = self
+                .sm_limit
+                .map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
             let describe_blocks = k
                 .describe
-                .occupancy_max_active_blocks_per_multiprocessor(DESCRIBE_THREADS, 0, None)?
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    DESCRIBE_THREADS,
+                    DESCRIBE_SHARED_BYTES as usize,
+                    None,
+                )?
                 .max(1)
-                * self
-                    .sm_limit
-                    .map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
-            let needed = (plan.capacity as u32).div_ceil(WARP).max(1);
+                * sms;
+            // Keypoints per block: as few as spread `n_features` over every SM, at most
+            // one per lane.
+            let per_block = (plan.capacity as u32).div_ceil(sms).clamp(1, WARP);
+            let needed = (plan.capacity as u32).div_ceil(per_block).max(1);
             stream
                 .launch_builder(&k.describe)
                 .arg(&plan.pyramid.ptr)
@@ -725,7 +699,12 @@ impl CudaOrbExtractor {
                 .arg(&train)
                 .arg(&n_train)
                 .arg(&plan.matches.ptr)
-                .launch(cfg(describe_blocks.min(needed), DESCRIBE_THREADS))?;
+                .arg(&(per_block as i32))
+                .launch(LaunchConfig {
+                    grid_dim: (describe_blocks.min(needed), 1, 1),
+                    block_dim: (DESCRIBE_THREADS, 1, 1),
+                    shared_mem_bytes: DESCRIBE_SHARED_BYTES,
+                })?;
         }
         Ok(())
     }

@@ -47,6 +47,8 @@ __device__ __forceinline__ unsigned int resized_pixel(const unsigned char* src, 
                  stored_pixel(src, src_width, tx.src, y1), stored_pixel(src, src_width, x1, y1), tx, ty);
 }
 
+#define RESIZE_RUN 128
+
 extern "C" __global__ void orb_pyramid(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
@@ -57,16 +59,22 @@ extern "C" __global__ void orb_pyramid(
     load_levels(levels, level_table, n_levels);
     __syncthreads();
 
-    const int stride = gridDim.x * blockDim.x;
-    const int first_thread = blockIdx.x * blockDim.x + threadIdx.x;
+    // Warps take runs of RESIZE_RUN pixels of one row in turn: a warp shares its row's
+    // tap and source rows, and a thread divides once per RESIZE_RUN / 32 pixels.
+    const int warps = gridDim.x * (blockDim.x / 32);
+    const int first_warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int l = 1; l < n_levels; ++l) {
         const OrbLevel& stored = levels[l - 1];
         const OrbLevel& next = levels[l];
         const unsigned char* source = pyramid + stored.offset;
-        const int n = next.width * next.height;
-        for (int i = first_thread; i < n; i += stride) {
-            const int y = i / next.width, x = i - y * next.width;
-            pyramid[next.offset + i] = (unsigned char)resized_pixel(source, stored.width, taps, next, x, y);
+        unsigned char* level = pyramid + next.offset;
+        const int runs_per_row = (next.width + RESIZE_RUN - 1) / RESIZE_RUN;
+        for (int run = first_warp; run < runs_per_row * next.height; run += warps) {
+            const int y = run / runs_per_row, x0 = (run - y * runs_per_row) * RESIZE_RUN + lane;
+#pragma unroll
+            for (int x = x0; x < x0 + RESIZE_RUN; x += 32)
+                if (x < next.width)
+                    level[y * next.width + x] = (unsigned char)resized_pixel(source, stored.width, taps, next, x, y);
         }
         if (l + 1 < n_levels) grid_barrier(barrier_state);
     }

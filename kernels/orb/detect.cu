@@ -229,6 +229,10 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
 // (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
 #define CELL_LIST 1024
+// Rows of a cell a thread loads at once in the survivor scan.
+#define SCAN_ROWS 8
+// Threads of a block, 32 x 4 (CELL_THREADS in src/cuda/orb.rs).
+#define CELL_THREADS 128
 
 // The candidates of each grid cell, one cell per block at a time (a persistent grid of
 // 32 x 4 threads): the cell uses `fast_threshold` if any of its pixels survives NMS
@@ -240,7 +244,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_candidate_keys, after the pre-filter.
-extern "C" __global__ void orb_cell_candidates(
+extern "C" __global__ void __launch_bounds__(CELL_THREADS) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
@@ -277,15 +281,29 @@ extern "C" __global__ void orb_cell_candidates(
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = scores + lv.offset;
         unsigned int strong = 0;
-        for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
+        // SCAN_ROWS rows' scores are loaded before any is tested, so a thread waits for
+        // one global load round trip per SCAN_ROWS pixels, not per pixel; most pixels
+        // then fail the first test of survives_nms (s < min_fast_threshold).
+        for (int y = y0 + (int)threadIdx.y; y < y1; y += SCAN_ROWS * blockDim.y)
             for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
-                const unsigned char* s = level_scores + y * lv.width + x;
-                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
-                strong += s[0] >= fast_threshold;
-                const unsigned int k = warp_append(&weak_count, 0);
-                if (k < CELL_LIST) {
-                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
-                    listed_score[k] = s[0];
+                int centres[SCAN_ROWS];
+#pragma unroll
+                for (int j = 0; j < SCAN_ROWS; ++j) {
+                    const int row = y + j * (int)blockDim.y;
+                    centres[j] = row < y1 ? level_scores[row * lv.width + x] : 0;
+                }
+#pragma unroll
+                for (int j = 0; j < SCAN_ROWS; ++j) {
+                    const int row = y + j * (int)blockDim.y;
+                    if (centres[j] < min_fast_threshold) continue;
+                    const unsigned char* s = level_scores + row * lv.width + x;
+                    if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
+                    strong += centres[j] >= fast_threshold;
+                    const unsigned int k = warp_append(&weak_count, 0);
+                    if (k < CELL_LIST) {
+                        listed_yx[k] = ((unsigned int)row << 16) | (unsigned int)x;
+                        listed_score[k] = (unsigned char)centres[j];
+                    }
                 }
             }
         if (strong) atomicAdd(&strong_count, strong);

@@ -1,6 +1,6 @@
 // oFAST and the descriptors' smoothing on every pyramid level in one launch (2D tiles
-// in shared memory), then per grid cell its threshold, 3x3 non-maximum suppression and compaction of the
-// survivors in one launch (docs/orb-reference.md sections 2-4).
+// in shared memory), then per grid cell its threshold, 3x3 non-maximum suppression
+// and compaction of the survivors in one launch (docs/orb-reference.md sections 2-4, 7).
 #include "common/levels.cuh"
 #include "common/warp_append.cuh"
 
@@ -44,7 +44,8 @@ __device__ __forceinline__ int fast_score(const unsigned char* p) {
 // A necessary condition for a corner at `threshold` (OpenCV's first FAST test): an arc
 // of 9 ring pixels holds pixel 0 or 8 and pixel 4 or 12, so all of one of those pairs
 // cannot be on the wrong side. It reads 5 pixels instead of 17 and rejects 73 to 93 %
-// of the pixels of the bench images (perf/RESULTS.md, helper orbdetect).
+// of the pixels of the four bench images at 1080p, threshold 7 (perf/RESULTS.md,
+// helper orbdetect).
 template <int pitch>
 __device__ __forceinline__ bool may_be_corner(const unsigned char* p, int threshold) {
     const int c = p[0];
@@ -147,8 +148,10 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
 // pixels, lists the ones that pass in its own shared-memory list (__ballot_sync
 // compaction) and scores that list with every lane busy: the only block barriers are
 // after the staging and before the smoothing's vertical pass, so the warps of a block
-// never wait for each other's short lists.
-extern "C" __global__ void __launch_bounds__(SCORE_THREADS) orb_fast_score(
+// never wait for each other's short lists. At most 40 registers (a few bytes spill in
+// the score): 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
+// threads per SM); 8 SMs 1080p 0.82 -> 0.74 ms, full chip +-0.005 (perf/RESULTS.md).
+extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
@@ -244,7 +247,9 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_candidate_keys, after the pre-filter.
-extern "C" __global__ void __launch_bounds__(CELL_THREADS) orb_cell_candidates(
+// At most 32 registers on sm_90 (16 blocks per SM): the scan is bound by load latency,
+// so more resident blocks pay more than the few spilled bytes cost.
+extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
     int n_levels,

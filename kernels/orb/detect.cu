@@ -150,7 +150,8 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
 // after the staging and before the smoothing's vertical pass, so the warps of a block
 // never wait for each other's short lists. At most 40 registers (a few bytes spill in
 // the score): 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
-// threads per SM); 8 SMs 1080p 0.82 -> 0.74 ms, full chip +-0.005 (perf/RESULTS.md).
+// threads per SM). With the cell scan's bound below: 8 SMs 1080p 0.876 -> 0.743 ms,
+// full chip within 0.005 ms (perf/RESULTS.md, helper orbdetect).
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,

@@ -1,19 +1,8 @@
-// oFAST on every pyramid level in one launch (2D tiles in shared memory), then per
-// grid cell its threshold, 3x3 non-maximum suppression and compaction of the
-// survivors in one launch (docs/orb-reference.md sections 2-4).
+// oFAST and the descriptors' smoothing on every pyramid level in one launch (2D tiles
+// in shared memory), then per grid cell its threshold, 3x3 non-maximum suppression
+// and compaction of the survivors in one launch (docs/orb-reference.md sections 2-4, 7).
 #include "common/levels.cuh"
 #include "common/warp_append.cuh"
-
-#define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
-
-// One bit per byte lane of a __vcmp*4 result (0x00 or 0xff per byte): byte i -> bit i.
-__device__ __forceinline__ unsigned int byte_mask_bits(unsigned int lanes) {
-    return (((lanes & 0x80808080u) >> 7) * 0x10204080u) >> 28;
-}
-
-__device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int mask) {
-    return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
-}
 
 // Offset of ring pixel i (OpenCV's offsets16 order) in a tile of row pitch `pitch`;
 // constant after unrolling, so the offsets fold into the loads.
@@ -24,21 +13,9 @@ __device__ __forceinline__ int ring_offset(int i) {
     return dy[i] * pitch + dx[i];
 }
 
-// The ring pixels of the pixel at `p`, packed four per word: byte k of word w = ring
-// pixel 4w + k (the masks' input).
-template <int pitch>
-__device__ __forceinline__ void load_ring(const unsigned char* p, unsigned int* ring) {
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        unsigned int word = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) word |= (unsigned int)p[ring_offset<pitch>(4 * w + k)] << (8 * k);
-        ring[w] = word;
-    }
-}
-
 // Largest t at which the pixel at `p` is a corner: over the 16 arcs A of 9 ring
 // pixels, max(min_A(r - c), min_A(c - r)) - 1 = max(max_A min_A r - c, c - min_A max_A r) - 1.
+// So "corner at t" is exactly "score >= t", and no separate decision is needed.
 // One 32-bit value per ring pixel and three-input min/max (__vimin3_s32 and
 // __vimax3_s32, single DPX instructions on sm_90): arcs of 3, then arcs of 9 as three
 // arcs of 3. Packed-byte min/max (__vminu4) has no instruction of its own there.
@@ -64,90 +41,175 @@ __device__ __forceinline__ int fast_score(const unsigned char* p) {
     return max(best_low - c, c - best_high) - 1;
 }
 
-// The corner decision at `threshold`: bright/dark 16-bit masks, then the arc table.
-__device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const unsigned int* arc, int threshold) {
-    // c + t and c - t saturate to 255 and 0, where "r > 255" and "r < 0" are false,
-    // exactly as the i32 comparisons of the reference.
-    const unsigned int above = (unsigned int)min(c + threshold, 255) * 0x01010101u;
-    const unsigned int below = (unsigned int)max(c - threshold, 0) * 0x01010101u;
-    unsigned int bright = 0, dark = 0;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        bright |= byte_mask_bits(__vcmpgtu4(ring[w], above)) << (4 * w);
-        dark |= byte_mask_bits(__vcmpltu4(ring[w], below)) << (4 * w);
-    }
-    return arc_lookup(arc, bright) || arc_lookup(arc, dark);
+// A necessary condition for a corner at `threshold` (OpenCV's first FAST test): an arc
+// of 9 ring pixels holds pixel 0 or 8 and pixel 4 or 12, so all of one of those pairs
+// cannot be on the wrong side. It reads 5 pixels instead of 17 and rejects 73 to 93 %
+// of the pixels of the four bench images at 1080p, threshold 7 (perf/RESULTS.md,
+// helper orbdetect).
+template <int pitch>
+__device__ __forceinline__ bool may_be_corner(const unsigned char* p, int threshold) {
+    const int c = p[0];
+    const int r0 = p[ring_offset<pitch>(0)], r4 = p[ring_offset<pitch>(4)];
+    const int r8 = p[ring_offset<pitch>(8)], r12 = p[ring_offset<pitch>(12)];
+    const bool bright = min(max(r0, r8), max(r4, r12)) > c + threshold;
+    const bool dark = max(min(r0, r8), min(r4, r12)) < c - threshold;
+    return bright || dark;
 }
 
-// Tiles of the score pass: 64 x 16 pixels, staged in shared memory with the ring's
-// 3-pixel halo, so each pixel's 16 ring loads hit shared memory.
+// Tiles of the score pass: 64 x 32 pixels, staged in shared memory with the ring's
+// 3-pixel halo, so each pixel's ring loads hit shared memory. Warp w owns rows
+// 4w .. 4w + 3 of the tile (SCORE_THREADS must match the launch in src/cuda/orb.rs).
 #define SCORE_TILE_W 64
-#define SCORE_TILE_H 16
+#define SCORE_TILE_H 32
 #define RING_RADIUS 3
 #define SCORE_SPAN_W (SCORE_TILE_W + 2 * RING_RADIUS)
 #define SCORE_SPAN_H (SCORE_TILE_H + 2 * RING_RADIUS)
 #define SCORE_PITCH 72
+#define SCORE_THREADS 256
+#define SCORE_WARPS (SCORE_THREADS / 32)
+#define WARP_ROWS (SCORE_TILE_H / SCORE_WARPS)
+#define WARP_PIXELS (SCORE_TILE_W * WARP_ROWS)
+// A staged row read as aligned words: SCORE_PITCH / 4 shared words, each from two
+// neighbouring global words.
+#define SPAN_WORDS (SCORE_PITCH / 4)
+#define SPAN_READ (4 * (SPAN_WORDS + 1))
 
-// s(p) for every pixel of every level; 0 outside the ring-safe area and for pixels
-// that are no corner at `threshold` (the lowest threshold any cell uses). Blocks take
-// (level, tile) work items in turn (a persistent grid). The score costs more than the
-// decision, so a tile first decides every pixel and lists its corners, then scores the
-// list with every lane busy (scoring in place would keep a warp's other lanes idle).
-extern "C" __global__ void orb_fast_score(
+// OpenCV's BORDER_REFLECT_101 for one coordinate, clamped for levels under 4 pixels.
+__device__ __forceinline__ int reflect101(int i, int n) {
+    if (i < 0) i = -i;
+    if (i >= n) i = 2 * n - 2 - i;
+    return min(max(i, 0), n - 1);
+}
+
+// Copies the tile at (x0, y0) of a level and its 3-pixel halo into `pixels`. Where the
+// level holds every byte that aligned words around the span reach, each warp reads a
+// row as SPAN_WORDS + 1 aligned words and funnel-shifts neighbours together (a quarter
+// of the loads of a byte copy); at the level's borders byte by byte, reflected
+// (BORDER_REFLECT_101, the smoothing's border; FAST rings never reach past the level).
+__device__ __forceinline__ void stage_tile(unsigned char (*pixels)[SCORE_PITCH], const unsigned char* level,
+                                           int width, int height, int x0, int y0) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int left = x0 - RING_RADIUS, top = y0 - RING_RADIUS;
+    if (left >= 0 && left + SPAN_READ <= width && top >= 0 && top + SCORE_SPAN_H <= height) {
+        for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS) {
+            const unsigned char* start = level + (size_t)(top + r) * width + left;
+            const unsigned int misalign = (unsigned int)((size_t)start & 3u);
+            const unsigned int* words = (const unsigned int*)(start - misalign);
+            const unsigned int word = lane <= SPAN_WORDS ? words[lane] : 0u;
+            const unsigned int next = __shfl_down_sync(0xffffffffu, word, 1);
+            if (lane < SPAN_WORDS)
+                reinterpret_cast<unsigned int*>(pixels[r])[lane] = __funnelshift_r(word, next, 8u * misalign);
+        }
+        return;
+    }
+    for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS) {
+        const unsigned char* row = level + reflect101(top + r, height) * width;
+        for (int c = lane; c < SCORE_SPAN_W; c += 32) pixels[r][c] = row[reflect101(left + c, width)];
+    }
+}
+
+// The separable 7x7 Gaussian (docs/orb-reference.md section 7) of the staged tile, in
+// fixed point: the taps sum to 256, so a horizontal sum fits 16 bits and the two
+// passes scale by 2^16; integer sums are exact, so this is the reference's value.
+// Horizontal pass over every staged row into `rows`; the vertical one (after a block
+// barrier) writes the tile's pixels inside the level.
+__device__ __forceinline__ void smooth_rows(const unsigned char (*pixels)[SCORE_PITCH],
+                                            unsigned short (*rows)[SCORE_TILE_W], const int* weights) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int c = lane + 32 * half;
+            unsigned int h = 0;
+#pragma unroll
+            for (int i = 0; i < 7; ++i) h += (unsigned int)weights[i] * pixels[r][c + i];
+            rows[r][c] = (unsigned short)h;
+        }
+}
+
+__device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCORE_TILE_W], const int* weights,
+                                               unsigned char* out, int width, int height, int x0, int y0) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < WARP_PIXELS / 32; ++i) {
+        const int r = warp * WARP_ROWS + i / 2, c = lane + 32 * (i % 2);
+        if (y0 + r >= height || x0 + c >= width) continue;
+        unsigned int v = 0;
+#pragma unroll
+        for (int j = 0; j < 7; ++j) v += (unsigned int)weights[j] * rows[r + j][c];
+        out[(y0 + r) * width + x0 + c] = (unsigned char)((v + (1u << 15)) >> 16);
+    }
+}
+
+// s(p) for every pixel of every level (0 outside the ring-safe area and for pixels
+// that are no corner at `threshold`, the lowest threshold any cell uses), and the
+// smoothed levels the descriptors sample, from the same staged tiles. Blocks take
+// (level, tile) work items in turn (a persistent grid). Each warp pre-tests its own
+// pixels, lists the ones that pass in its own shared-memory list (__ballot_sync
+// compaction) and scores that list with every lane busy: the only block barriers are
+// after the staging and before the smoothing's vertical pass, so the warps of a block
+// never wait for each other's short lists. At most 40 registers (a few bytes spill in
+// the score): 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
+// threads per SM). With the cell scan's bound below: 8 SMs 1080p 0.876 -> 0.743 ms,
+// full chip within 0.005 ms (perf/RESULTS.md, helper orbdetect).
+extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
-    const unsigned int* __restrict__ arc_bits,
     int threshold,
-    unsigned char* __restrict__ scores) {
-    __shared__ unsigned int arc[ARC_WORDS];
+    const int* __restrict__ smooth_taps,  // 7 weights summing to 256
+    unsigned char* __restrict__ scores,
+    unsigned char* __restrict__ smoothed) {  // same layout as `pyramid`
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    __shared__ unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
-    __shared__ unsigned short corners[SCORE_TILE_W * SCORE_TILE_H];  // r * SCORE_TILE_W + c
-    __shared__ unsigned int n_corners;
-    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
+    __shared__ int weights[7];
+    __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
+    __shared__ unsigned short rows[SCORE_SPAN_H][SCORE_TILE_W];
+    __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
     load_levels(levels, level_table, n_levels);
-    if (threadIdx.x == 0) n_corners = 0u;
+    if (threadIdx.x < 7) weights[threadIdx.x] = smooth_taps[threadIdx.x];
     __syncthreads();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const unsigned int lanes_below = (1u << lane) - 1u;
+    unsigned short* list = candidates[warp];
 
     LevelTile tile;
     for (int item = blockIdx.x; level_tile(levels, 0, n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
          item += gridDim.x) {
-        const OrbLevel& lv = levels[tile.level];
-        const unsigned char* level = pyramid + lv.offset;
-        unsigned char* level_scores = scores + lv.offset;
-        for (int k = threadIdx.x; k < SCORE_SPAN_H * SCORE_SPAN_W; k += blockDim.x) {
-            const int r = k / SCORE_SPAN_W, c = k - r * SCORE_SPAN_W;
-            const int y = tile.y0 + r - RING_RADIUS, x = tile.x0 + c - RING_RADIUS;
-            // Outside the level only rings of pixels outside the ring-safe area reach.
-            pixels[r][c] = x >= 0 && x < lv.width && y >= 0 && y < lv.height ? level[y * lv.width + x] : 0;
-        }
+        const int width = levels[tile.level].width, height = levels[tile.level].height;
+        const int offset = levels[tile.level].offset;
+        unsigned char* level_scores = scores + offset;
+        stage_tile(pixels, pyramid + offset, width, height, tile.x0, tile.y0);
         __syncthreads();
-        for (int k = threadIdx.x; k < SCORE_TILE_W * SCORE_TILE_H; k += blockDim.x) {
-            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+        smooth_rows(pixels, rows, weights);
+        // Lane l takes columns l and l + 32 of the warp's rows. Every lane takes the
+        // same steps, so the ballots see the whole warp.
+        int listed = 0;
+#pragma unroll
+        for (int i = 0; i < WARP_PIXELS / 32; ++i) {
+            const int r = warp * WARP_ROWS + i / 2, c = lane + 32 * (i % 2);
             const int y = tile.y0 + r, x = tile.x0 + c;
-            bool corner = false;
-            if (x >= RING_RADIUS && x < lv.width - RING_RADIUS && y >= RING_RADIUS && y < lv.height - RING_RADIUS) {
-                const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
-                unsigned int ring[4];
-                load_ring<SCORE_PITCH>(p, ring);
-                corner = is_corner(ring, p[0], arc, threshold);
-            }
-            if (corner)
-                corners[warp_append(&n_corners, 0)] = (unsigned short)k;
-            else if (x < lv.width && y < lv.height)
-                level_scores[y * lv.width + x] = 0;
+            const bool ring_safe =
+                x >= RING_RADIUS && x < width - RING_RADIUS && y >= RING_RADIUS && y < height - RING_RADIUS;
+            const bool candidate =
+                ring_safe && may_be_corner<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS], threshold);
+            const unsigned int passed = __ballot_sync(0xffffffffu, candidate);
+            if (candidate)
+                list[listed + __popc(passed & lanes_below)] = (unsigned short)(r * SCORE_TILE_W + c);
+            else if (x < width && y < height)
+                level_scores[y * width + x] = 0;
+            listed += __popc(passed);
         }
-        __syncthreads();
-        const int listed = (int)n_corners;
-        for (int j = threadIdx.x; j < listed; j += blockDim.x) {
-            const int k = corners[j];
+        __syncwarp();
+        for (int j = lane; j < listed; j += 32) {
+            const int k = list[j];
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
-            level_scores[(tile.y0 + r) * lv.width + tile.x0 + c] = (unsigned char)fast_score<SCORE_PITCH>(p);
+            const int s = fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
+            level_scores[(tile.y0 + r) * width + tile.x0 + c] = (unsigned char)(s >= threshold ? s : 0);
         }
-        __syncthreads();  // the next tile reuses `pixels` and the list
-        if (threadIdx.x == 0) n_corners = 0u;
+        // Every row sum is written and every read of `pixels` done: the next tile's
+        // staging waits at its own barrier for this tile's vertical pass.
+        __syncthreads();
+        smooth_columns(rows, weights, smoothed + offset, width, height, tile.x0, tile.y0);
     }
 }
 
@@ -171,6 +233,10 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
 // (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
 #define CELL_LIST 1024
+// Rows of a cell a thread loads at once in the survivor scan.
+#define SCAN_ROWS 8
+// Threads of a block, 32 x 4 (CELL_THREADS in src/cuda/orb.rs).
+#define CELL_THREADS 128
 
 // The candidates of each grid cell, one cell per block at a time (a persistent grid of
 // 32 x 4 threads): the cell uses `fast_threshold` if any of its pixels survives NMS
@@ -182,7 +248,9 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
-extern "C" __global__ void orb_cell_candidates(
+// At most 32 registers on sm_90 (16 blocks per SM): the scan is bound by load latency,
+// so more resident blocks pay more than the few spilled bytes cost.
+extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
@@ -219,15 +287,29 @@ extern "C" __global__ void orb_cell_candidates(
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = scores + lv.offset;
         unsigned int strong = 0;
-        for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
+        // SCAN_ROWS rows' scores are loaded before any is tested, so a thread waits for
+        // one global load round trip per SCAN_ROWS pixels, not per pixel; most pixels
+        // then fail the first test of survives_nms (s < min_fast_threshold).
+        for (int y = y0 + (int)threadIdx.y; y < y1; y += SCAN_ROWS * blockDim.y)
             for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
-                const unsigned char* s = level_scores + y * lv.width + x;
-                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
-                strong += s[0] >= fast_threshold;
-                const unsigned int k = warp_append(&weak_count, 0);
-                if (k < CELL_LIST) {
-                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
-                    listed_score[k] = s[0];
+                int centres[SCAN_ROWS];
+#pragma unroll
+                for (int j = 0; j < SCAN_ROWS; ++j) {
+                    const int row = y + j * (int)blockDim.y;
+                    centres[j] = row < y1 ? level_scores[row * lv.width + x] : 0;
+                }
+#pragma unroll
+                for (int j = 0; j < SCAN_ROWS; ++j) {
+                    const int row = y + j * (int)blockDim.y;
+                    if (centres[j] < min_fast_threshold) continue;
+                    const unsigned char* s = level_scores + row * lv.width + x;
+                    if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
+                    strong += centres[j] >= fast_threshold;
+                    const unsigned int k = warp_append(&weak_count, 0);
+                    if (k < CELL_LIST) {
+                        listed_yx[k] = ((unsigned int)row << 16) | (unsigned int)x;
+                        listed_score[k] = (unsigned char)centres[j];
+                    }
                 }
             }
         if (strong) atomicAdd(&strong_count, strong);

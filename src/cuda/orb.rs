@@ -5,7 +5,7 @@
 //! pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
 //! rBRIEF, optionally fused matching), the
 //! downloads, and one stream synchronisation. The host-side tables (resize taps,
-//! arc table, Gaussian taps, umax, pattern, quotas) come from the CPU reference's
+//! Gaussian taps, umax, pattern, quotas) come from the CPU reference's
 //! builders, uploaded as they are.
 
 use std::mem::size_of;
@@ -17,7 +17,6 @@ use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
 use crate::cpu::blur::GAUSSIAN_TAPS;
 use crate::cpu::brief::{PATTERN, PATTERN_REACH};
 use crate::cpu::candidates::{DetectionArea, Grid};
-use crate::cpu::fast::arc_table;
 use crate::cpu::harris::harris_response;
 use crate::cpu::orientation::{angle_degrees, umax};
 use crate::cpu::pyramid::{level_geometry, resize_taps, LevelGeometry};
@@ -199,7 +198,6 @@ impl Kernels {
 
 /// Tables that do not depend on the image size.
 struct Constants {
-    arc: DeviceBuffer,
     smooth_taps: DeviceBuffer,
     umax: DeviceBuffer,
     pattern: DeviceBuffer,
@@ -257,12 +255,10 @@ impl CudaOrbExtractor {
         let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
-        let arc: Vec<u64> = arc_table().to_vec();
         let smooth_taps: Vec<i32> = GAUSSIAN_TAPS.iter().map(|&t| t as i32).collect();
         let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
         let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
         let constants = Constants {
-            arc: DeviceBuffer::from_slice(ctx, &arc)?,
             smooth_taps: DeviceBuffer::from_slice(ctx, &smooth_taps)?,
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
@@ -568,9 +564,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&plan.taps.ptr)
-                .arg(&self.constants.smooth_taps.ptr)
                 .arg(&plan.pyramid.ptr)
-                .arg(&plan.smoothed.ptr)
                 .arg(&plan.barrier.ptr)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
             stream
@@ -578,9 +572,10 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
-                .arg(&self.constants.arc.ptr)
                 .arg(&min_threshold)
+                .arg(&self.constants.smooth_taps.ptr)
                 .arg(&plan.scores.ptr)
+                .arg(&plan.smoothed.ptr)
                 .launch(cfg(grid_of(&k.fast_score)?, BLOCK))?;
             stream
                 .launch_builder(&k.cell_candidates)

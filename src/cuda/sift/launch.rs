@@ -1,7 +1,7 @@
 //! The per-frame launch sequence (everything between upload and downloads), queued
 //! on the pipeline's stream: captured once per image size into a CUDA graph.
 
-use cudarc::driver::{result, CudaStream, PushKernelArg};
+use cudarc::driver::{result, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::SiftConfig;
 use crate::cpu::sift::extrema::prefilter_threshold;
@@ -64,6 +64,22 @@ pub fn enqueue(
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.taps.ptr)
                 .launch(blur.config(stage.tiles))?;
+        }
+        if let Some(resident) = &plan.resident {
+            let jobs = plan.jobs.ptr + (resident.first_job * std::mem::size_of::<BlurJob>()) as u64;
+            stream
+                .launch_builder(&k.resident.function)
+                .arg(&jobs)
+                .arg(&resident.n_jobs)
+                .arg(&resident.plane_floats)
+                .arg(&plan.frame.ptr)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.taps.ptr)
+                .launch(LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (k.resident.threads, 1, 1),
+                    shared_mem_bytes: resident.shared_bytes(),
+                })?;
         }
         stream
             .launch_builder(&k.extrema.function)

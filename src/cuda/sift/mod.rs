@@ -105,6 +105,7 @@ impl CudaSiftExtractor {
             width,
             height,
             self.unified,
+            self.kernels.blur_device,
         )?;
         self.plan = Some(plan);
         Ok(())

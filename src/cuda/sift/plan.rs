@@ -16,9 +16,14 @@ use std::sync::Arc;
 pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
 pub const MAX_RADIUS: usize = 32;
-/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu.
+/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
 pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
+/// Blur tiles from the largest down: an octave takes the first that gives it at least
+/// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
+const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
+/// `RESIDENT_MAX_RADIUS` of kernels/sift/pyramid.cu.
+const RESIDENT_MAX_RADIUS: usize = 16;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
@@ -48,6 +53,8 @@ pub struct BlurJob {
     radius: i32,
     tiles_x: i32,
     tile_start: i32,
+    tile_w: i32,
+    tile_h: i32,
 }
 
 const SOURCE_PLANE: i32 = 0;
@@ -67,6 +74,30 @@ pub struct BlurStage {
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+}
+
+/// The octaves made by one block in one launch (`sift_blur_dog_resident`).
+#[derive(Clone, Copy, Debug)]
+pub struct ResidentOctaves {
+    pub first_job: usize,
+    pub n_jobs: i32,
+    /// One shared plane: the first job's level, rows padded to an odd stride.
+    pub plane_floats: i32,
+}
+
+impl ResidentOctaves {
+    /// The kernel's dynamic shared memory: input level, horizontal pass, output level.
+    pub fn shared_bytes(&self) -> u32 {
+        3 * self.plane_floats as u32 * size_of::<f32>() as u32
+    }
+}
+
+/// What the device gives the blur: SMs the launches spread over, and the shared memory
+/// one block may have (bounds the resident octaves).
+#[derive(Clone, Copy, Debug)]
+pub struct BlurDevice {
+    pub sms: usize,
+    pub shared_per_block: usize,
 }
 
 /// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
@@ -128,6 +159,7 @@ pub struct Plan {
     pub height: usize,
     pub octaves: Vec<SiftOctave>,
     pub stages: Vec<BlurStage>,
+    pub resident: Option<ResidentOctaves>,
     pub total_pixels: i32,
     pub candidate_capacity: usize,
     pub keypoint_capacity: usize,
@@ -166,12 +198,18 @@ impl Plan {
         width: usize,
         height: usize,
         unified: bool,
+        device: BlurDevice,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
         let scale = if config.upscale { 2 } else { 1 };
         let (base_w, base_h) = (width * scale, height * scale);
         let (octaves, floats, pixels) = octave_table(width, height, config)?;
-        let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
+        let source = FrameSource {
+            width,
+            height,
+            upscale: config.upscale,
+        };
+        let (jobs, stages, resident) = blur_schedule(&octaves, taps, n, source, device)?;
 
         let input_pixels = width * height;
         let keypoint_capacity = (input_pixels / 32).max(4096);
@@ -188,6 +226,7 @@ impl Plan {
             width,
             height,
             stages,
+            resident,
             total_pixels: to_i32(pixels, "scale space size")?,
             candidate_capacity,
             keypoint_capacity,
@@ -271,56 +310,115 @@ fn octave_table(
     Ok((octaves, floats, pixels))
 }
 
-/// The blur jobs and their launches. Level `l` of octave `o` can run once level
-/// `l - 1` exists, and level 1 of octave `o + 1` once level `n` of octave `o` does:
-/// job (o, l) goes to stage `n o + l` (stage 0: the base image), so the launches of
-/// consecutive octaves overlap.
+/// The frame the scale space starts from.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameSource {
+    pub width: usize,
+    pub height: usize,
+    pub upscale: bool,
+}
+
+/// One shared plane of the resident kernel for a level: rows padded to an odd stride.
+fn resident_plane_floats(width: i32, height: i32) -> usize {
+    (width as usize | 1) * height as usize
+}
+
+/// The first octave the resident kernel makes: the first whose three shared planes
+/// fit in one block (octaves only shrink), if every blur fits the kernel's window.
+fn first_resident_octave(octaves: &[SiftOctave], taps: &Taps, device: BlurDevice) -> usize {
+    if taps.max_radius > RESIDENT_MAX_RADIUS {
+        return octaves.len();
+    }
+    octaves
+        .iter()
+        .position(|o| {
+            3 * resident_plane_floats(o.width, o.height) * size_of::<f32>()
+                <= device.shared_per_block
+        })
+        .unwrap_or(octaves.len())
+}
+
+/// The largest tile that still gives a `width` x `height` level a tile per SM.
+fn tile_shape(width: usize, height: usize, sms: usize) -> (usize, usize) {
+    let tiles = |(tw, th): (usize, usize)| width.div_ceil(tw) * height.div_ceil(th);
+    let smallest = TILE_SHAPES[TILE_SHAPES.len() - 1];
+    TILE_SHAPES
+        .into_iter()
+        .find(|&shape| tiles(shape) >= sms)
+        .unwrap_or(smallest)
+}
+
+/// A job making a level of `octave` (its size, tile shape and kernel) from `source`.
+fn level_job(octave: &SiftOctave, (tap, radius): (usize, usize), sms: usize) -> Result<BlurJob> {
+    let (width, height) = (octave.width as usize, octave.height as usize);
+    let (tile_w, tile_h) = tile_shape(width, height, sms);
+    Ok(BlurJob {
+        width: octave.width,
+        height: octave.height,
+        taps: to_i32(tap, "taps")?,
+        radius: to_i32(radius, "taps")?,
+        tiles_x: to_i32(width.div_ceil(tile_w), "tiles")?,
+        tile_w: tile_w as i32,
+        tile_h: tile_h as i32,
+        ..BlurJob::default()
+    })
+}
+
+impl BlurJob {
+    fn tiles(&self) -> usize {
+        (self.width as usize).div_ceil(self.tile_w as usize)
+            * (self.height as usize).div_ceil(self.tile_h as usize)
+    }
+}
+
+/// The blur jobs, their tiled launches and the resident octaves. Level `l` of octave
+/// `o` can run once level `l - 1` exists, and level 1 of octave `o + 1` once level `n`
+/// of octave `o` does: job (o, l) goes to stage `n o + l` (stage 0: the base image), so
+/// the launches of consecutive octaves overlap. The octaves that fit in one block's
+/// shared memory are left to the resident kernel, after the stages, in level order.
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
     n: usize,
-    width: usize,
-    height: usize,
-    upscale: bool,
-) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
+    frame: FrameSource,
+    device: BlurDevice,
+) -> Result<(Vec<BlurJob>, Vec<BlurStage>, Option<ResidentOctaves>)> {
     let levels = n + 3;
-    let tiles_across = |o: &SiftOctave| (o.width as usize).div_ceil(TILE_W);
+    let Some(first) = octaves.first() else {
+        return Ok((Vec::new(), Vec::new(), None));
+    };
+    let resident_from = first_resident_octave(octaves, taps, device);
     let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
-    let mut put = |stage: usize, job: BlurJob| {
+    let mut resident_jobs = Vec::new();
+    let mut put = |octave: usize, stage: usize, job: BlurJob| {
+        if octave >= resident_from {
+            resident_jobs.push(job);
+            return;
+        }
         if by_stage.len() <= stage {
             by_stage.resize(stage + 1, Vec::new());
         }
         by_stage[stage].push(job);
     };
-    let Some(first) = octaves.first() else {
-        return Ok((Vec::new(), Vec::new()));
-    };
-    let tiles_x = tiles_across(first);
     put(
         0,
+        0,
         BlurJob {
-            source: if upscale {
+            source: if frame.upscale {
                 SOURCE_FRAME_UPSAMPLED
             } else {
                 SOURCE_FRAME
             },
-            src_width: to_i32(width, "width")?,
-            src_height: to_i32(height, "height")?,
-            width: first.width,
-            height: first.height,
+            src_width: to_i32(frame.width, "width")?,
+            src_height: to_i32(frame.height, "height")?,
             gauss_out: first.gauss,
             dog_out: -1,
-            taps: to_i32(taps.base.0, "taps")?,
-            radius: to_i32(taps.base.1, "taps")?,
-            tiles_x: to_i32(tiles_x, "tiles")?,
-            ..BlurJob::default()
+            ..level_job(first, taps.base, device.sms)?
         },
     );
     for (o, oct) in octaves.iter().enumerate() {
         let plane = oct.width * oct.height;
-        let tiles_x = tiles_across(oct);
         for level in 1..levels {
-            let (tap, radius) = taps.layers[level - 1];
             let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
                 let previous = &octaves[o - 1];
                 let prev_plane = previous.width * previous.height;
@@ -339,14 +437,13 @@ fn blur_schedule(
                 )
             };
             put(
+                o,
                 n * o + level,
                 BlurJob {
                     source,
                     src_offset,
                     src_width,
                     src_height,
-                    width: oct.width,
-                    height: oct.height,
                     // The last level only feeds the last DoG.
                     gauss_out: if level + 1 < levels {
                         oct.gauss + level as i32 * plane
@@ -354,10 +451,7 @@ fn blur_schedule(
                         -1
                     },
                     dog_out: oct.dog + (level as i32 - 1) * plane,
-                    taps: to_i32(tap, "taps")?,
-                    radius: to_i32(radius, "taps")?,
-                    tiles_x: to_i32(tiles_x, "tiles")?,
-                    tile_start: 0,
+                    ..level_job(oct, taps.layers[level - 1], device.sms)?
                 },
             );
         }
@@ -374,7 +468,7 @@ fn blur_schedule(
             .unwrap_or(0);
         for mut job in stage_jobs {
             job.tile_start = to_i32(tiles, "tiles")?;
-            tiles += (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
+            tiles += job.tiles();
             jobs.push(job);
         }
         stages.push(BlurStage {
@@ -385,7 +479,19 @@ fn blur_schedule(
             max_radius,
         });
     }
-    Ok((jobs, stages))
+    let resident = match octaves.get(resident_from) {
+        Some(octave) => {
+            let first_job = jobs.len();
+            jobs.extend(resident_jobs);
+            Some(ResidentOctaves {
+                first_job,
+                n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
+                plane_floats: to_i32(resident_plane_floats(octave.width, octave.height), "plane")?,
+            })
+        }
+        None => None,
+    };
+    Ok((jobs, stages, resident))
 }
 
 #[cfg(test)]
@@ -417,46 +523,103 @@ mod tests {
         }
     }
 
-    /// Every level is made once, after the level it blurs; every DoG plane is written once.
+    /// Every level is made once, after the level it blurs; every DoG plane is written
+    /// once; the resident octaves fit in the block and chain level after level.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
-        let config = SiftConfig::default();
-        let n = config.n_octave_layers as usize;
-        let taps = Taps::new(&config).unwrap();
-        let (octaves, _, _) = octave_table(1920, 1080, &config).unwrap();
-        let (jobs, stages) = blur_schedule(&octaves, &taps, n, 1920, 1080, true).unwrap();
-        let mut made_at = std::collections::HashMap::new();
-        let mut dogs = std::collections::HashSet::new();
-        for (s, stage) in stages.iter().enumerate() {
-            let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
-            for job in stage_jobs {
+        let h200 = BlurDevice {
+            sms: 132,
+            shared_per_block: 227 * 1024,
+        };
+        let orin_8_sms = BlurDevice {
+            sms: 8,
+            shared_per_block: 163 * 1024,
+        };
+        let no_resident = BlurDevice {
+            sms: 132,
+            shared_per_block: 0,
+        };
+        for (device, width, height, upscale) in [
+            (h200, 1920, 1080, true),
+            (h200, 1920, 1080, false),
+            (orin_8_sms, 1920, 1080, false),
+            (no_resident, 1280, 960, false),
+            (h200, 40, 30, true),
+        ] {
+            let case = format!("{width}x{height} upscale={upscale} {device:?}");
+            let config = SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            };
+            let n = config.n_octave_layers as usize;
+            let taps = Taps::new(&config).unwrap();
+            let (octaves, _, _) = octave_table(width, height, &config).unwrap();
+            let frame = FrameSource {
+                width,
+                height,
+                upscale,
+            };
+            let (jobs, stages, resident) =
+                blur_schedule(&octaves, &taps, n, frame, device).unwrap();
+            let mut made_at = std::collections::HashMap::new();
+            let mut dogs = std::collections::HashSet::new();
+            let mut check = |job: &BlurJob, s: usize| {
                 if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
                     let made = made_at.get(&job.src_offset).copied();
                     assert!(
                         made.is_some_and(|m| m < s),
-                        "stage {s} reads an unmade level"
+                        "{case}: step {s} reads an unmade level"
                     );
                 }
                 if job.gauss_out >= 0 {
-                    assert!(made_at.insert(job.gauss_out, s).is_none());
+                    assert!(made_at.insert(job.gauss_out, s).is_none(), "{case}");
                 }
                 if job.dog_out >= 0 {
-                    assert!(dogs.insert(job.dog_out));
+                    assert!(dogs.insert(job.dog_out), "{case}");
                 }
-                assert!(job.radius as usize <= stage.max_radius);
+            };
+            for (s, stage) in stages.iter().enumerate() {
+                let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
+                for job in stage_jobs {
+                    check(job, s);
+                    assert!(job.radius as usize <= stage.max_radius, "{case}");
+                    assert!(job.tile_w as usize <= TILE_W && job.tile_h as usize <= TILE_H);
+                    assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
+                }
+                let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
+                assert_eq!(tiles, stage.tiles as usize, "{case}");
             }
-            let tiles: usize = stage_jobs
-                .iter()
-                .map(|j| (j.width as usize).div_ceil(TILE_W) * (j.height as usize).div_ceil(TILE_H))
-                .sum();
-            assert_eq!(tiles, stage.tiles as usize);
+            if let Some(resident) = resident {
+                assert!(
+                    resident.shared_bytes() as usize <= device.shared_per_block,
+                    "{case}"
+                );
+                let resident_jobs =
+                    &jobs[resident.first_job..resident.first_job + resident.n_jobs as usize];
+                for (i, job) in resident_jobs.iter().enumerate() {
+                    check(job, stages.len() + i);
+                    // The kernel takes a plane source to be the level the job before made.
+                    if i > 0 && job.source == SOURCE_PLANE {
+                        assert_eq!(job.src_offset, resident_jobs[i - 1].gauss_out, "{case}");
+                    }
+                    assert!(
+                        resident_plane_floats(job.width, job.height)
+                            <= resident.plane_floats as usize,
+                        "{case}"
+                    );
+                }
+            }
+            assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
         }
-        assert_eq!(dogs.len(), octaves.len() * (n + 2));
-        // Consecutive octaves overlap: fewer launches than levels.
-        assert!(
-            stages.len() < octaves.len() * (n + 2) + 1,
-            "{} stages",
-            stages.len()
-        );
+    }
+
+    /// Small octaves are cut into smaller tiles, down to one tile per SM where possible.
+    #[test]
+    fn small_octaves_get_a_tile_per_sm() {
+        assert_eq!(tile_shape(1920, 1080, 132), (64, 32));
+        assert_eq!(tile_shape(480, 270, 132), (32, 32));
+        assert_eq!(tile_shape(240, 135, 132), (16, 16));
+        assert_eq!(tile_shape(240, 135, 8), (64, 32));
+        assert_eq!(tile_shape(15, 8, 132), (16, 8));
     }
 }

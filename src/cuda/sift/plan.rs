@@ -81,6 +81,8 @@ pub fn to_i32(value: usize, what: &str) -> Result<i32> {
 pub struct ResidentOctaves {
     pub first_job: usize,
     pub n_jobs: i32,
+    /// Tiled stages that make its input; it runs beside the stages after them.
+    pub after_stages: usize,
     /// One shared plane: the first job's level, rows padded to an odd stride.
     pub plane_floats: i32,
 }
@@ -375,7 +377,9 @@ impl BlurJob {
 /// `o` can run once level `l - 1` exists, and level 1 of octave `o + 1` once level `n`
 /// of octave `o` does: job (o, l) goes to stage `n o + l` (stage 0: the base image), so
 /// the launches of consecutive octaves overlap. The octaves that fit in one block's
-/// shared memory are left to the resident kernel, after the stages, in level order.
+/// shared memory are left to the resident kernel, in level order, which starts once the
+/// stage making its first input is done and runs beside the remaining stages (the last
+/// tiled octave's levels `n + 1` and `n + 2`).
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
@@ -479,17 +483,27 @@ fn blur_schedule(
             max_radius,
         });
     }
-    let resident = match octaves.get(resident_from) {
-        Some(octave) => {
+    let resident = match (octaves.get(resident_from), resident_jobs.first()) {
+        (Some(octave), Some(head)) => {
+            // The stage making the level the first resident job reads, if a stage does.
+            let after_stages = stages
+                .iter()
+                .rposition(|stage| {
+                    jobs[stage.first_job..stage.first_job + stage.n_jobs as usize]
+                        .iter()
+                        .any(|job| job.gauss_out >= 0 && job.gauss_out == head.src_offset)
+                })
+                .map_or(0, |s| s + 1);
             let first_job = jobs.len();
             jobs.extend(resident_jobs);
             Some(ResidentOctaves {
                 first_job,
                 n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
+                after_stages,
                 plane_floats: to_i32(resident_plane_floats(octave.width, octave.height), "plane")?,
             })
         }
-        None => None,
+        _ => None,
     };
     Ok((jobs, stages, resident))
 }
@@ -561,30 +575,38 @@ mod tests {
             };
             let (jobs, stages, resident) =
                 blur_schedule(&octaves, &taps, n, frame, device).unwrap();
-            let mut made_at = std::collections::HashMap::new();
+            // Level -> who made it: Ok(stage) or Err(resident job).
+            let mut made_by: std::collections::HashMap<i32, std::result::Result<usize, usize>> =
+                std::collections::HashMap::new();
             let mut dogs = std::collections::HashSet::new();
-            let mut check = |job: &BlurJob, s: usize| {
-                if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
-                    let made = made_at.get(&job.src_offset).copied();
-                    assert!(
-                        made.is_some_and(|m| m < s),
-                        "{case}: step {s} reads an unmade level"
-                    );
-                }
+            let mut record = |made_by: &mut std::collections::HashMap<i32, _>,
+                              job: &BlurJob,
+                              by: std::result::Result<usize, usize>| {
                 if job.gauss_out >= 0 {
-                    assert!(made_at.insert(job.gauss_out, s).is_none(), "{case}");
+                    assert!(made_by.insert(job.gauss_out, by).is_none(), "{case}");
                 }
                 if job.dog_out >= 0 {
                     assert!(dogs.insert(job.dog_out), "{case}");
                 }
             };
+            let reads_plane =
+                |job: &BlurJob| job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED;
             for (s, stage) in stages.iter().enumerate() {
                 let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
                 for job in stage_jobs {
-                    check(job, s);
+                    if reads_plane(job) {
+                        let by = made_by.get(&job.src_offset).copied();
+                        assert!(
+                            by.is_some_and(|b| b.is_ok_and(|m| m < s)),
+                            "{case}: stage {s} reads a level no earlier stage made"
+                        );
+                    }
                     assert!(job.radius as usize <= stage.max_radius, "{case}");
                     assert!(job.tile_w as usize <= TILE_W && job.tile_h as usize <= TILE_H);
                     assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
+                }
+                for job in stage_jobs {
+                    record(&mut made_by, job, Ok(s));
                 }
                 let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
                 assert_eq!(tiles, stage.tiles as usize, "{case}");
@@ -597,7 +619,16 @@ mod tests {
                 let resident_jobs =
                     &jobs[resident.first_job..resident.first_job + resident.n_jobs as usize];
                 for (i, job) in resident_jobs.iter().enumerate() {
-                    check(job, stages.len() + i);
+                    if reads_plane(job) {
+                        let by = made_by.get(&job.src_offset).copied();
+                        assert!(
+                            by.is_some_and(|b| match b {
+                                Ok(stage) => stage < resident.after_stages,
+                                Err(earlier) => earlier < i,
+                            }),
+                            "{case}: resident job {i} reads a level not made before it"
+                        );
+                    }
                     // The kernel takes a plane source to be the level the job before made.
                     if i > 0 && job.source == SOURCE_PLANE {
                         assert_eq!(job.src_offset, resident_jobs[i - 1].gauss_out, "{case}");
@@ -607,6 +638,7 @@ mod tests {
                             <= resident.plane_floats as usize,
                         "{case}"
                     );
+                    record(&mut made_by, job, Err(i));
                 }
             }
             assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");

@@ -190,17 +190,19 @@ __device__ __forceinline__ void blur_dog_stage(
 // the host launches, per stage, the smallest that holds the stage's largest radius.
 // The radius-8 kernel is held to 64 registers (4 blocks/SM, a 24-byte spill): measured
 // no slower on the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM.
-// Radius 16 at 3 blocks/SM (80 registers, 104-byte spill) was faster upscaled and on
-// 8 SMs but up to 10 % slower on small frames without upscaling (perf/RESULTS.md).
-#define BLUR_DOG_KERNEL(MAXR, MIN_BLOCKS)                                                       \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) sift_blur_dog_r##MAXR( \
+// Radius 16 comes twice: at 3 blocks/SM (80 registers, a 104-byte spill) for stages
+// with tiles for every block of its grid, where more blocks hide more latency, and at
+// 2 blocks/SM for the others, where the spill only adds to each tile (perf/RESULTS.md).
+#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS)                                                 \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
         blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
     }
-BLUR_DOG_KERNEL(8, 4)
-BLUR_DOG_KERNEL(16, 2)
-BLUR_DOG_KERNEL(32, 1)
+BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2)
+BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3)
+BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1)
 
 // The resident octaves: one block makes every level of its jobs (whole octaves, in
 // level order, from the smallest octave that fits down to the last), each level from

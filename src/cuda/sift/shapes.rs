@@ -8,7 +8,7 @@ use cudarc::driver::sys::CUdevice_attribute as Attribute;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::BlurDevice;
+use crate::cuda::sift::plan::{BlurDevice, BlurStage};
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
@@ -73,6 +73,8 @@ impl Launch {
 pub struct Kernels {
     /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
     pub blur_dog: [Launch; 3],
+    /// `sift_blur_dog_r16_wide`: radius 16 at more blocks per SM, for big stages.
+    pub blur_dog_wide: Launch,
     /// `sift_blur_dog_resident`: one block; its shared memory is the plan's.
     pub resident: Launch,
     /// What the plans' blur schedules are sized for.
@@ -89,10 +91,12 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The blur kernel whose register window holds `radius`.
-    pub fn blur_for(&self, radius: usize) -> &Launch {
-        match radius {
+    /// The blur kernel whose register window holds the stage's radius; for radii up
+    /// to 16, the one with more blocks per SM when the stage has a tile for each.
+    pub fn blur_for(&self, stage: &BlurStage) -> &Launch {
+        match stage.max_radius {
             0..=8 => &self.blur_dog[0],
+            9..=16 if stage.tiles >= self.blur_dog_wide.blocks => &self.blur_dog_wide,
             9..=16 => &self.blur_dog[1],
             _ => &self.blur_dog[2],
         }
@@ -168,6 +172,12 @@ impl Kernels {
                     blur_shared,
                 )?,
             ],
+            blur_dog_wide: fixed(
+                "sift_pyramid",
+                "sift_blur_dog_r16_wide",
+                BLUR_THREADS,
+                blur_shared,
+            )?,
             resident: fixed(
                 "sift_pyramid",
                 "sift_blur_dog_resident",

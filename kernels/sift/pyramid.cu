@@ -22,6 +22,10 @@
 // The largest tile: the shared arrays are sized for it.
 #define TILE_W 64
 #define TILE_H 32
+// Row stride of the horizontal pass's output: odd, so that its stores (consecutive
+// lanes, consecutive rows) and the vertical pass's loads hit distinct banks, and fixed,
+// so that the vertical window's addresses are constant offsets whatever the tile.
+#define ROWS_STRIDE (TILE_W + 1)
 #define BLUR_THREADS 256
 
 // Where a job's input level comes from.
@@ -42,7 +46,7 @@ struct BlurJob {
     int radius;
     int tiles_x;
     int tile_start;              // first tile of this job among the launch's tiles
-    int tile_w, tile_h;          // at most TILE_W x TILE_H, multiples of RUN
+    int tile_w, tile_h;          // at most TILE_W x TILE_H, multiples of RUN; tile_w a power of two
 };
 
 // One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
@@ -123,17 +127,17 @@ __device__ __forceinline__ void blur_tile(
             if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = input[base + t];
         sum_run<MAXR>(w, r, win, out);
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) rows[row * tw + seg * RUN + q] = out[q];
+        for (int q = 0; q < RUN; ++q) rows[row * ROWS_STRIDE + seg * RUN + q] = out[q];
     }
     __syncthreads();
     // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
     for (int item = threadIdx.x; item < tw * (th / RUN); item += blockDim.x) {
-        const int c = item % tw, block = item / tw;
-        const int base = (block * RUN - (MAXR - r)) * tw + c;
+        const int c = item & (tw - 1), block = item >> (__ffs(tw) - 1);  // tw: a power of two
+        const int base = (block * RUN - (MAXR - r)) * ROWS_STRIDE + c;
         float win[RUN + 2 * MAXR], out[RUN];
 #pragma unroll
         for (int t = 0; t < RUN + 2 * MAXR; ++t)
-            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * tw];
+            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * ROWS_STRIDE];
         sum_run<MAXR>(w, r, win, out);
         const int x = x0 + c;
 #pragma unroll

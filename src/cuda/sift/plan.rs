@@ -24,6 +24,9 @@ pub const TILE_H: usize = 32;
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
 /// `RESIDENT_MAX_RADIUS` of kernels/sift/pyramid.cu.
 const RESIDENT_MAX_RADIUS: usize = 16;
+/// Largest octave (pixels) left to the resident kernel: one SM makes it, so a larger
+/// one is slower than its tiled stages (measured: 160x120 at 640x480, perf/RESULTS.md).
+const RESIDENT_MAX_PIXELS: usize = 8192;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
@@ -146,12 +149,12 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernel: the input tile with its halo (rows
-    /// padded to an odd stride) and the horizontal pass's rows.
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
+    /// horizontal pass's rows, both with rows padded to an odd stride.
     pub fn blur_shared_bytes(&self) -> u32 {
         let rows = TILE_H + 2 * self.max_radius;
         let stride = (TILE_W + 2 * self.max_radius) | 1;
-        ((rows * stride + rows * TILE_W) * size_of::<f32>()) as u32
+        ((rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
     }
 }
 
@@ -325,8 +328,8 @@ fn resident_plane_floats(width: i32, height: i32) -> usize {
     (width as usize | 1) * height as usize
 }
 
-/// The first octave the resident kernel makes: the first whose three shared planes
-/// fit in one block (octaves only shrink), if every blur fits the kernel's window.
+/// The first octave the resident kernel makes: the first small enough whose three shared
+/// planes fit in one block (octaves only shrink), if every blur fits the kernel's window.
 fn first_resident_octave(octaves: &[SiftOctave], taps: &Taps, device: BlurDevice) -> usize {
     if taps.max_radius > RESIDENT_MAX_RADIUS {
         return octaves.len();
@@ -334,8 +337,9 @@ fn first_resident_octave(octaves: &[SiftOctave], taps: &Taps, device: BlurDevice
     octaves
         .iter()
         .position(|o| {
-            3 * resident_plane_floats(o.width, o.height) * size_of::<f32>()
-                <= device.shared_per_block
+            (o.width * o.height) as usize <= RESIDENT_MAX_PIXELS
+                && 3 * resident_plane_floats(o.width, o.height) * size_of::<f32>()
+                    <= device.shared_per_block
         })
         .unwrap_or(octaves.len())
 }
@@ -604,6 +608,7 @@ mod tests {
                     assert!(job.radius as usize <= stage.max_radius, "{case}");
                     assert!(job.tile_w as usize <= TILE_W && job.tile_h as usize <= TILE_H);
                     assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
+                    assert!((job.tile_w as u32).is_power_of_two(), "{case}");
                 }
                 for job in stage_jobs {
                     record(&mut made_by, job, Ok(s));

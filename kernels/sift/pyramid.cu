@@ -2,10 +2,11 @@
 // Gaussian level of one or more octaves and, fused, its difference of Gaussians.
 //
 // A block blurs a tile (64x32 for big octaves, down to 16x8 so that a small octave
-// still spreads over every SM; the host picks the shape per octave): it loads the tile and its halo of the level below
-// into shared memory (reflected borders), runs the horizontal pass over every row
-// of the halo, then the vertical pass, and writes the new level and `new - old`
-// with the old value still in shared memory, so the DoG never re-reads a Gaussian.
+// still spreads over every SM; the host picks the shape per octave): it loads the
+// tile and its halo of the level below into shared memory (reflected borders), runs
+// the horizontal pass over every row of the halo, then the vertical pass, and writes
+// the new level and `new - old` with the old value still in shared memory, so the
+// DoG never re-reads a Gaussian.
 // The pass order and the summation order of the taps are the CPU reference's, and
 // the module compiles without FMA contraction: the planes are the CPU's, bit for bit.
 //
@@ -13,10 +14,6 @@
 // level 1 of a later octave reads every second pixel of level n of the octave before,
 // which is then never stored. Octaves overlap in time (octave o+1 starts once level n
 // of o exists), so one launch may carry a job of each of two octaves.
-//
-// The smallest octaves, whose levels fit in one block's shared memory, are made by a
-// single block in one launch (`sift_blur_dog_resident`): tiled, each of their levels
-// would be a launch of a few tiles that waits on memory latency.
 #include "common/sift_octaves.cuh"
 
 // The largest tile: the shared arrays are sized for it.
@@ -207,93 +204,3 @@ BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4)
 BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2)
 BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3)
 BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1)
-
-// The resident octaves: one block makes every level of its jobs (whole octaves, in
-// level order, from the smallest octave that fits down to the last), each level from
-// the one before it in shared memory. Level 1 of an octave reads level n of the octave
-// before from global memory (written by this block, or by an earlier launch for the
-// first resident octave); a job whose source is a plane other than that is the level
-// the previous job made. Dynamic shared memory: three planes of `plane_floats` (the
-// first job's level with rows padded to an odd stride): the input level, the
-// horizontal pass and the output level. Same passes and tap order as the tiles.
-#define RESIDENT_THREADS 512
-#define RESIDENT_MAX_RADIUS 16
-
-__device__ __forceinline__ int reflect_index(int p, int n) {
-    return (unsigned)p < (unsigned)n ? p : reflect101_repeated(p, n);
-}
-
-extern "C" __global__ void __launch_bounds__(RESIDENT_THREADS, 1) sift_blur_dog_resident(
-    const BlurJob* __restrict__ jobs, int n_jobs, int plane_floats,
-    const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
-    extern __shared__ float shared[];
-    float* level = shared;
-    float* rows = shared + plane_floats;
-    float* made = rows + plane_floats;
-    for (int j = 0; j < n_jobs; ++j) {
-        const BlurJob job = jobs[j];
-        const int w = job.width, h = job.height, r = job.radius, stride = w | 1;
-        if (j > 0 && job.source == SOURCE_PLANE) {
-            float* previous = level;
-            level = made;
-            made = previous;
-        } else {
-            // Several loads in flight per thread: the load waits on global memory.
-            constexpr int IN_FLIGHT = 4;
-            for (int first = threadIdx.x; first < w * h; first += IN_FLIGHT * blockDim.x) {
-                float v[IN_FLIGHT];
-#pragma unroll
-                for (int u = 0; u < IN_FLIGHT; ++u) {
-                    const int i = first + u * blockDim.x;
-                    if (i < w * h) v[u] = source_value(job, frame, pyramid, i % w, i / w);
-                }
-#pragma unroll
-                for (int u = 0; u < IN_FLIGHT; ++u) {
-                    const int i = first + u * blockDim.x;
-                    if (i < w * h) level[(i / w) * stride + i % w] = v[u];
-                }
-            }
-        }
-        __syncthreads();
-        const float* wt = taps + job.taps + r;
-        // Horizontal: consecutive lanes take consecutive rows (odd stride).
-        const int runs_x = (w + RUN - 1) / RUN;
-        for (int item = threadIdx.x; item < h * runs_x; item += blockDim.x) {
-            const int y = item % h, x0 = (item / h) * RUN;
-            const float* src = level + y * stride;
-            float win[RUN + 2 * RESIDENT_MAX_RADIUS], out[RUN];
-#pragma unroll
-            for (int t = 0; t < RUN + 2 * RESIDENT_MAX_RADIUS; ++t)
-                if (t >= RESIDENT_MAX_RADIUS - r && t < RUN + RESIDENT_MAX_RADIUS + r)
-                    win[t] = src[reflect_index(x0 + t - RESIDENT_MAX_RADIUS, w)];
-            sum_run<RESIDENT_MAX_RADIUS>(wt, r, win, out);
-#pragma unroll
-            for (int q = 0; q < RUN; ++q)
-                if (x0 + q < w) rows[y * stride + x0 + q] = out[q];
-        }
-        __syncthreads();
-        // Vertical: consecutive lanes take consecutive columns.
-        const int runs_y = (h + RUN - 1) / RUN;
-        for (int item = threadIdx.x; item < w * runs_y; item += blockDim.x) {
-            const int c = item % w, y0 = (item / w) * RUN;
-            float win[RUN + 2 * RESIDENT_MAX_RADIUS], out[RUN];
-#pragma unroll
-            for (int t = 0; t < RUN + 2 * RESIDENT_MAX_RADIUS; ++t)
-                if (t >= RESIDENT_MAX_RADIUS - r && t < RUN + RESIDENT_MAX_RADIUS + r)
-                    win[t] = rows[reflect_index(y0 + t - RESIDENT_MAX_RADIUS, h) * stride + c];
-            sum_run<RESIDENT_MAX_RADIUS>(wt, r, win, out);
-#pragma unroll
-            for (int q = 0; q < RUN; ++q) {
-                const int y = y0 + q;
-                if (y < h) {
-                    const int at = y * w + c;
-                    made[y * stride + c] = out[q];
-                    if (job.gauss_out >= 0) pyramid[job.gauss_out + at] = out[q];
-                    if (job.dog_out >= 0) pyramid[job.dog_out + at] = out[q] - level[y * stride + c];
-                }
-            }
-        }
-        // The next job reads `made` (or global memory written above) and overwrites `rows`.
-        __syncthreads();
-    }
-}

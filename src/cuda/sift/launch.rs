@@ -1,19 +1,16 @@
 //! The per-frame launch sequence (everything between upload and downloads), queued
 //! on the pipeline's stream: captured once per image size into a CUDA graph.
 
-use cudarc::driver::{result, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaStream, PushKernelArg};
 
 use crate::config::SiftConfig;
 use crate::cpu::sift::extrema::prefilter_threshold;
-use crate::cuda::sift::plan::{BlurJob, Plan, ResidentOctaves};
+use crate::cuda::sift::plan::{BlurJob, Plan};
 use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
 
-/// `side` runs the resident octaves beside the last tiled stages (joined before the
-/// extrema).
 pub fn enqueue(
     stream: &CudaStream,
-    side: &CudaStream,
     kernels: &Kernels,
     config: &SiftConfig,
     plan: &Plan,
@@ -53,10 +50,7 @@ pub fn enqueue(
     // pointer is a live buffer of this plan, sized by the capacities the kernels are
     // given, and the tables (octaves, jobs, taps) were built for this plan's size.
     unsafe {
-        for (s, stage) in plan.stages.iter().enumerate() {
-            if let Some(resident) = plan.resident.filter(|r| r.after_stages == s) {
-                launch_resident(stream, side, k, plan, &resident)?;
-            }
+        for stage in &plan.stages {
             let jobs = plan.jobs.ptr + (stage.first_job * std::mem::size_of::<BlurJob>()) as u64;
             let tiles = stage.tiles as i32;
             let blur = k.blur_for(stage);
@@ -70,15 +64,6 @@ pub fn enqueue(
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.taps.ptr)
                 .launch(blur.config(stage.tiles))?;
-        }
-        if let Some(resident) = plan
-            .resident
-            .filter(|r| r.after_stages == plan.stages.len())
-        {
-            launch_resident(stream, side, k, plan, &resident)?;
-        }
-        if plan.resident.is_some() {
-            stream.join(side)?;
         }
         stream
             .launch_builder(&k.extrema.function)
@@ -228,37 +213,6 @@ pub fn enqueue(
             .arg(&plan.out_octave_layer.ptr)
             .arg(&plan.descriptors.ptr)
             .launch(k.describe.persistent())?;
-    }
-    Ok(())
-}
-
-/// The resident octaves on `side`, once `stream`'s work so far (their input) is done.
-fn launch_resident(
-    stream: &CudaStream,
-    side: &CudaStream,
-    kernels: &Kernels,
-    plan: &Plan,
-    resident: &ResidentOctaves,
-) -> Result<()> {
-    side.join(stream)?;
-    let jobs = plan.jobs.ptr + (resident.first_job * std::mem::size_of::<BlurJob>()) as u64;
-    // SAFETY: the arguments match `sift_blur_dog_resident`'s parameter list in
-    // kernels/sift/pyramid.cu; the job table and the pyramid were built for this plan,
-    // and the shared memory is the plan's three planes, within the device's per-block
-    // limit (`BlurDevice`), which `Kernels::load` set as the kernel's maximum.
-    unsafe {
-        side.launch_builder(&kernels.resident.function)
-            .arg(&jobs)
-            .arg(&resident.n_jobs)
-            .arg(&resident.plane_floats)
-            .arg(&plan.frame.ptr)
-            .arg(&plan.pyramid.ptr)
-            .arg(&plan.taps.ptr)
-            .launch(LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (kernels.resident.threads, 1, 1),
-                shared_mem_bytes: resident.shared_bytes(),
-            })?;
     }
     Ok(())
 }

@@ -12,8 +12,7 @@ mod plan;
 mod shapes;
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaEvent, CudaGraph, CudaStream};
-use std::sync::Arc;
+use cudarc::driver::{CudaEvent, CudaGraph};
 
 use crate::config::{MemoryMode, SiftConfig};
 use crate::cuda::gpu::Gpu;
@@ -39,8 +38,6 @@ unsafe impl Send for FrameGraph {}
 pub struct CudaSiftExtractor {
     config: SiftConfig,
     gpu: Gpu,
-    /// Second stream of the pipeline: the resident octaves beside the tiled blur.
-    side: Arc<CudaStream>,
     unified: bool,
     use_graph: bool,
     kernels: Kernels,
@@ -69,10 +66,8 @@ impl CudaSiftExtractor {
         let kernels = Kernels::load(&gpu, sm_limit, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", sm_limit, unified);
         let events = gpu.frame_events()?;
-        let side = gpu.stream.fork()?;
         Ok(Self {
             events,
-            side,
             config,
             gpu,
             unified,
@@ -110,7 +105,7 @@ impl CudaSiftExtractor {
             width,
             height,
             self.unified,
-            self.kernels.blur_device,
+            self.kernels.sms,
         )?;
         self.plan = Some(plan);
         Ok(())
@@ -119,7 +114,6 @@ impl CudaSiftExtractor {
     fn enqueue(&self, plan: &Plan) -> Result<()> {
         launch::enqueue(
             &self.gpu.stream,
-            &self.side,
             &self.kernels,
             &self.config,
             plan,

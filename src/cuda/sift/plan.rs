@@ -22,11 +22,6 @@ pub const TILE_H: usize = 32;
 /// Blur tiles from the largest down: an octave takes the first that gives it at least
 /// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
-/// `RESIDENT_MAX_RADIUS` of kernels/sift/pyramid.cu.
-const RESIDENT_MAX_RADIUS: usize = 16;
-/// Largest octave (pixels) left to the resident kernel: one SM makes it, so a larger
-/// one is slower than its tiled stages (measured: 160x120 at 640x480, perf/RESULTS.md).
-const RESIDENT_MAX_PIXELS: usize = 8192;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
@@ -77,32 +72,6 @@ pub struct BlurStage {
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
-}
-
-/// The octaves made by one block in one launch (`sift_blur_dog_resident`).
-#[derive(Clone, Copy, Debug)]
-pub struct ResidentOctaves {
-    pub first_job: usize,
-    pub n_jobs: i32,
-    /// Tiled stages that make its input; it runs beside the stages after them.
-    pub after_stages: usize,
-    /// One shared plane: the first job's level, rows padded to an odd stride.
-    pub plane_floats: i32,
-}
-
-impl ResidentOctaves {
-    /// The kernel's dynamic shared memory: input level, horizontal pass, output level.
-    pub fn shared_bytes(&self) -> u32 {
-        3 * self.plane_floats as u32 * size_of::<f32>() as u32
-    }
-}
-
-/// What the device gives the blur: SMs the launches spread over, and the shared memory
-/// one block may have (bounds the resident octaves).
-#[derive(Clone, Copy, Debug)]
-pub struct BlurDevice {
-    pub sms: usize,
-    pub shared_per_block: usize,
 }
 
 /// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
@@ -164,7 +133,6 @@ pub struct Plan {
     pub height: usize,
     pub octaves: Vec<SiftOctave>,
     pub stages: Vec<BlurStage>,
-    pub resident: Option<ResidentOctaves>,
     pub total_pixels: i32,
     pub candidate_capacity: usize,
     pub keypoint_capacity: usize,
@@ -203,7 +171,7 @@ impl Plan {
         width: usize,
         height: usize,
         unified: bool,
-        device: BlurDevice,
+        sms: usize,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
         let scale = if config.upscale { 2 } else { 1 };
@@ -214,7 +182,7 @@ impl Plan {
             height,
             upscale: config.upscale,
         };
-        let (jobs, stages, resident) = blur_schedule(&octaves, taps, n, source, device)?;
+        let (jobs, stages) = blur_schedule(&octaves, taps, n, source, sms)?;
 
         let input_pixels = width * height;
         let keypoint_capacity = (input_pixels / 32).max(4096);
@@ -231,7 +199,6 @@ impl Plan {
             width,
             height,
             stages,
-            resident,
             total_pixels: to_i32(pixels, "scale space size")?,
             candidate_capacity,
             keypoint_capacity,
@@ -317,31 +284,10 @@ fn octave_table(
 
 /// The frame the scale space starts from.
 #[derive(Clone, Copy, Debug)]
-pub struct FrameSource {
-    pub width: usize,
-    pub height: usize,
-    pub upscale: bool,
-}
-
-/// One shared plane of the resident kernel for a level: rows padded to an odd stride.
-fn resident_plane_floats(width: i32, height: i32) -> usize {
-    (width as usize | 1) * height as usize
-}
-
-/// The first octave the resident kernel makes: the first small enough whose three shared
-/// planes fit in one block (octaves only shrink), if every blur fits the kernel's window.
-fn first_resident_octave(octaves: &[SiftOctave], taps: &Taps, device: BlurDevice) -> usize {
-    if taps.max_radius > RESIDENT_MAX_RADIUS {
-        return octaves.len();
-    }
-    octaves
-        .iter()
-        .position(|o| {
-            (o.width * o.height) as usize <= RESIDENT_MAX_PIXELS
-                && 3 * resident_plane_floats(o.width, o.height) * size_of::<f32>()
-                    <= device.shared_per_block
-        })
-        .unwrap_or(octaves.len())
+struct FrameSource {
+    width: usize,
+    height: usize,
+    upscale: bool,
 }
 
 /// The largest tile that still gives a `width` x `height` level a tile per SM.
@@ -354,7 +300,8 @@ fn tile_shape(width: usize, height: usize, sms: usize) -> (usize, usize) {
         .unwrap_or(smallest)
 }
 
-/// A job making a level of `octave` (its size, tile shape and kernel) from `source`.
+/// A job making a level of `octave` with the Gaussian `(first tap, radius)`: its size,
+/// kernel and tile shape; the caller sets its source and outputs.
 fn level_job(octave: &SiftOctave, (tap, radius): (usize, usize), sms: usize) -> Result<BlurJob> {
     let (width, height) = (octave.width as usize, octave.height as usize);
     let (tile_w, tile_h) = tile_shape(width, height, sms);
@@ -377,39 +324,29 @@ impl BlurJob {
     }
 }
 
-/// The blur jobs, their tiled launches and the resident octaves. Level `l` of octave
-/// `o` can run once level `l - 1` exists, and level 1 of octave `o + 1` once level `n`
-/// of octave `o` does: job (o, l) goes to stage `n o + l` (stage 0: the base image), so
-/// the launches of consecutive octaves overlap. The octaves that fit in one block's
-/// shared memory are left to the resident kernel, in level order, which starts once the
-/// stage making its first input is done and runs beside the remaining stages (the last
-/// tiled octave's levels `n + 1` and `n + 2`).
+/// The blur jobs and their launches. Level `l` of octave `o` can run once level `l - 1`
+/// exists, and level 1 of octave `o + 1` once level `n` of octave `o` does: job (o, l)
+/// goes to stage `n o + l` (stage 0: the base image), so the launches of consecutive
+/// octaves overlap.
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
     n: usize,
     frame: FrameSource,
-    device: BlurDevice,
-) -> Result<(Vec<BlurJob>, Vec<BlurStage>, Option<ResidentOctaves>)> {
+    sms: usize,
+) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
     let levels = n + 3;
     let Some(first) = octaves.first() else {
-        return Ok((Vec::new(), Vec::new(), None));
+        return Ok((Vec::new(), Vec::new()));
     };
-    let resident_from = first_resident_octave(octaves, taps, device);
     let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
-    let mut resident_jobs = Vec::new();
-    let mut put = |octave: usize, stage: usize, job: BlurJob| {
-        if octave >= resident_from {
-            resident_jobs.push(job);
-            return;
-        }
+    let mut put = |stage: usize, job: BlurJob| {
         if by_stage.len() <= stage {
             by_stage.resize(stage + 1, Vec::new());
         }
         by_stage[stage].push(job);
     };
     put(
-        0,
         0,
         BlurJob {
             source: if frame.upscale {
@@ -421,7 +358,7 @@ fn blur_schedule(
             src_height: to_i32(frame.height, "height")?,
             gauss_out: first.gauss,
             dog_out: -1,
-            ..level_job(first, taps.base, device.sms)?
+            ..level_job(first, taps.base, sms)?
         },
     );
     for (o, oct) in octaves.iter().enumerate() {
@@ -445,7 +382,6 @@ fn blur_schedule(
                 )
             };
             put(
-                o,
                 n * o + level,
                 BlurJob {
                     source,
@@ -459,7 +395,7 @@ fn blur_schedule(
                         -1
                     },
                     dog_out: oct.dog + (level as i32 - 1) * plane,
-                    ..level_job(oct, taps.layers[level - 1], device.sms)?
+                    ..level_job(oct, taps.layers[level - 1], sms)?
                 },
             );
         }
@@ -487,29 +423,7 @@ fn blur_schedule(
             max_radius,
         });
     }
-    let resident = match (octaves.get(resident_from), resident_jobs.first()) {
-        (Some(octave), Some(head)) => {
-            // The stage making the level the first resident job reads, if a stage does.
-            let after_stages = stages
-                .iter()
-                .rposition(|stage| {
-                    jobs[stage.first_job..stage.first_job + stage.n_jobs as usize]
-                        .iter()
-                        .any(|job| job.gauss_out >= 0 && job.gauss_out == head.src_offset)
-                })
-                .map_or(0, |s| s + 1);
-            let first_job = jobs.len();
-            jobs.extend(resident_jobs);
-            Some(ResidentOctaves {
-                first_job,
-                n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
-                after_stages,
-                plane_floats: to_i32(resident_plane_floats(octave.width, octave.height), "plane")?,
-            })
-        }
-        _ => None,
-    };
-    Ok((jobs, stages, resident))
+    Ok((jobs, stages))
 }
 
 #[cfg(test)]
@@ -542,29 +456,16 @@ mod tests {
     }
 
     /// Every level is made once, after the level it blurs; every DoG plane is written
-    /// once; the resident octaves fit in the block and chain level after level.
+    /// once; every stage's tiles are its jobs' tiles.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
-        let h200 = BlurDevice {
-            sms: 132,
-            shared_per_block: 227 * 1024,
-        };
-        let orin_8_sms = BlurDevice {
-            sms: 8,
-            shared_per_block: 163 * 1024,
-        };
-        let no_resident = BlurDevice {
-            sms: 132,
-            shared_per_block: 0,
-        };
-        for (device, width, height, upscale) in [
-            (h200, 1920, 1080, true),
-            (h200, 1920, 1080, false),
-            (orin_8_sms, 1920, 1080, false),
-            (no_resident, 1280, 960, false),
-            (h200, 40, 30, true),
+        for (sms, width, height, upscale) in [
+            (132, 1920, 1080, true),
+            (132, 1920, 1080, false),
+            (8, 1920, 1080, false),
+            (132, 40, 30, true),
         ] {
-            let case = format!("{width}x{height} upscale={upscale} {device:?}");
+            let case = format!("{width}x{height} upscale={upscale} {sms} SMs");
             let config = SiftConfig {
                 upscale,
                 ..SiftConfig::default()
@@ -577,32 +478,17 @@ mod tests {
                 height,
                 upscale,
             };
-            let (jobs, stages, resident) =
-                blur_schedule(&octaves, &taps, n, frame, device).unwrap();
-            // Level -> who made it: Ok(stage) or Err(resident job).
-            let mut made_by: std::collections::HashMap<i32, std::result::Result<usize, usize>> =
-                std::collections::HashMap::new();
+            let (jobs, stages) = blur_schedule(&octaves, &taps, n, frame, sms).unwrap();
+            let mut made_at = std::collections::HashMap::new();
             let mut dogs = std::collections::HashSet::new();
-            let mut record = |made_by: &mut std::collections::HashMap<i32, _>,
-                              job: &BlurJob,
-                              by: std::result::Result<usize, usize>| {
-                if job.gauss_out >= 0 {
-                    assert!(made_by.insert(job.gauss_out, by).is_none(), "{case}");
-                }
-                if job.dog_out >= 0 {
-                    assert!(dogs.insert(job.dog_out), "{case}");
-                }
-            };
-            let reads_plane =
-                |job: &BlurJob| job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED;
             for (s, stage) in stages.iter().enumerate() {
                 let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
                 for job in stage_jobs {
-                    if reads_plane(job) {
-                        let by = made_by.get(&job.src_offset).copied();
+                    if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
+                        let made = made_at.get(&job.src_offset).copied();
                         assert!(
-                            by.is_some_and(|b| b.is_ok_and(|m| m < s)),
-                            "{case}: stage {s} reads a level no earlier stage made"
+                            made.is_some_and(|m| m < s),
+                            "{case}: stage {s} reads an unmade level"
                         );
                     }
                     assert!(job.radius as usize <= stage.max_radius, "{case}");
@@ -611,42 +497,19 @@ mod tests {
                     assert!((job.tile_w as u32).is_power_of_two(), "{case}");
                 }
                 for job in stage_jobs {
-                    record(&mut made_by, job, Ok(s));
+                    if job.gauss_out >= 0 {
+                        assert!(made_at.insert(job.gauss_out, s).is_none(), "{case}");
+                    }
+                    if job.dog_out >= 0 {
+                        assert!(dogs.insert(job.dog_out), "{case}");
+                    }
                 }
                 let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
                 assert_eq!(tiles, stage.tiles as usize, "{case}");
             }
-            if let Some(resident) = resident {
-                assert!(
-                    resident.shared_bytes() as usize <= device.shared_per_block,
-                    "{case}"
-                );
-                let resident_jobs =
-                    &jobs[resident.first_job..resident.first_job + resident.n_jobs as usize];
-                for (i, job) in resident_jobs.iter().enumerate() {
-                    if reads_plane(job) {
-                        let by = made_by.get(&job.src_offset).copied();
-                        assert!(
-                            by.is_some_and(|b| match b {
-                                Ok(stage) => stage < resident.after_stages,
-                                Err(earlier) => earlier < i,
-                            }),
-                            "{case}: resident job {i} reads a level not made before it"
-                        );
-                    }
-                    // The kernel takes a plane source to be the level the job before made.
-                    if i > 0 && job.source == SOURCE_PLANE {
-                        assert_eq!(job.src_offset, resident_jobs[i - 1].gauss_out, "{case}");
-                    }
-                    assert!(
-                        resident_plane_floats(job.width, job.height)
-                            <= resident.plane_floats as usize,
-                        "{case}"
-                    );
-                    record(&mut made_by, job, Err(i));
-                }
-            }
             assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
+            // Consecutive octaves overlap: fewer launches than levels.
+            assert!(stages.len() < octaves.len() * (n + 2) + 1, "{case}");
         }
     }
 

@@ -4,18 +4,15 @@
 
 use std::ffi::c_int;
 
-use cudarc::driver::sys::CUdevice_attribute as Attribute;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::{BlurDevice, BlurStage};
+use crate::cuda::sift::plan::BlurStage;
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
 /// shared tiles are sized for it.
 pub const BLUR_THREADS: u32 = 256;
-/// `RESIDENT_THREADS` of kernels/sift/pyramid.cu.
-const RESIDENT_THREADS: u32 = 512;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
 /// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
@@ -75,10 +72,8 @@ pub struct Kernels {
     pub blur_dog: [Launch; 3],
     /// `sift_blur_dog_r16_wide`: radius 16 at more blocks per SM, for big stages.
     pub blur_dog_wide: Launch,
-    /// `sift_blur_dog_resident`: one block; its shared memory is the plan's.
-    pub resident: Launch,
-    /// What the plans' blur schedules are sized for.
-    pub blur_device: BlurDevice,
+    /// SMs the grids spread over (all, or `--sm-limit`): the blur tiles are sized for it.
+    pub sms: usize,
     pub extrema: Launch,
     pub refine: Launch,
     pub orientation: Launch,
@@ -104,10 +99,6 @@ impl Kernels {
 
     pub fn load(gpu: &Gpu, sm_limit: Option<u32>, blur_shared: u32) -> Result<Self> {
         let sms = sm_limit.map_or(gpu.sm_count, |n| n.clamp(1, gpu.sm_count));
-        let shared_per_block = gpu
-            .ctx
-            .attribute(Attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
-            .max(0) as u32;
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {
@@ -178,16 +169,7 @@ impl Kernels {
                 BLUR_THREADS,
                 blur_shared,
             )?,
-            resident: fixed(
-                "sift_pyramid",
-                "sift_blur_dog_resident",
-                RESIDENT_THREADS,
-                shared_per_block,
-            )?,
-            blur_device: BlurDevice {
-                sms: sms as usize,
-                shared_per_block: shared_per_block as usize,
-            },
+            sms: sms as usize,
             extrema: sized("sift_extrema", "sift_extrema", no_shared_memory, 1024)?,
             refine: sized(
                 "sift_refine",

@@ -1,10 +1,12 @@
 // The SIFT scale space (docs/sift-reference.md section 1): each launch makes one
 // Gaussian level of one or more octaves and, fused, its difference of Gaussians.
 //
-// A block blurs a 64x32 tile: it loads the tile and its halo of the level below
-// into shared memory (reflected borders), runs the horizontal pass over every row
-// of the halo, then the vertical pass, and writes the new level and `new - old`
-// with the old value still in shared memory, so the DoG never re-reads a Gaussian.
+// A block blurs a tile (64x32 for big octaves, down to 16x8 so that a small octave
+// still spreads over every SM; the host picks the shape per octave): it loads the
+// tile and its halo of the level below into shared memory (reflected borders), runs
+// the horizontal pass over every row of the halo, then the vertical pass, and writes
+// the new level and `new - old` with the old value still in shared memory, so the
+// DoG never re-reads a Gaussian.
 // The pass order and the summation order of the taps are the CPU reference's, and
 // the module compiles without FMA contraction: the planes are the CPU's, bit for bit.
 //
@@ -14,8 +16,13 @@
 // of o exists), so one launch may carry a job of each of two octaves.
 #include "common/sift_octaves.cuh"
 
+// The largest tile: the shared arrays are sized for it.
 #define TILE_W 64
 #define TILE_H 32
+// Row stride of the horizontal pass's output: odd, so that its stores (consecutive
+// lanes, consecutive rows) and the vertical pass's loads hit distinct banks, and fixed,
+// so that the vertical window's addresses are constant offsets whatever the tile.
+#define ROWS_STRIDE (TILE_W + 1)
 #define BLUR_THREADS 256
 
 // Where a job's input level comes from.
@@ -24,7 +31,7 @@
 #define SOURCE_FRAME 2            // the u8 frame
 #define SOURCE_FRAME_UPSAMPLED 3  // the u8 frame, upsampled 2x bilinearly
 
-// Mirrors `BlurJob` in src/cuda/sift/plan.rs (repr(C), twelve i32).
+// Mirrors `BlurJob` in src/cuda/sift/plan.rs (repr(C), fourteen i32).
 struct BlurJob {
     int source;
     int src_offset;              // first float of the source plane (plane sources)
@@ -36,6 +43,7 @@ struct BlurJob {
     int radius;
     int tiles_x;
     int tile_start;              // first tile of this job among the launch's tiles
+    int tile_w, tile_h;          // at most TILE_W x TILE_H, multiples of RUN; tile_w a power of two
 };
 
 // One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
@@ -104,10 +112,10 @@ template <int MAXR>
 __device__ __forceinline__ void blur_tile(
     const BlurJob& job, const float* __restrict__ w, const float* input, int stride,
     float* rows, float* pyramid, int x0, int y0) {
-    const int r = job.radius, span_rows = TILE_H + 2 * r;
+    const int r = job.radius, tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
     // Horizontal: item = (run of RUN columns, row); consecutive lanes take
     // consecutive rows (odd stride: no bank conflicts).
-    for (int item = threadIdx.x; item < span_rows * (TILE_W / RUN); item += blockDim.x) {
+    for (int item = threadIdx.x; item < span_rows * (tw / RUN); item += blockDim.x) {
         const int row = item % span_rows, seg = item / span_rows;
         const int base = row * stride + seg * RUN - (MAXR - r);
         float win[RUN + 2 * MAXR], out[RUN];
@@ -116,17 +124,17 @@ __device__ __forceinline__ void blur_tile(
             if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = input[base + t];
         sum_run<MAXR>(w, r, win, out);
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) rows[row * TILE_W + seg * RUN + q] = out[q];
+        for (int q = 0; q < RUN; ++q) rows[row * ROWS_STRIDE + seg * RUN + q] = out[q];
     }
     __syncthreads();
     // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
-    for (int item = threadIdx.x; item < TILE_W * (TILE_H / RUN); item += blockDim.x) {
-        const int c = item % TILE_W, block = item / TILE_W;
-        const int base = (block * RUN - (MAXR - r)) * TILE_W + c;
+    for (int item = threadIdx.x; item < tw * (th / RUN); item += blockDim.x) {
+        const int c = item & (tw - 1), block = item >> (__ffs(tw) - 1);  // tw: a power of two
+        const int base = (block * RUN - (MAXR - r)) * ROWS_STRIDE + c;
         float win[RUN + 2 * MAXR], out[RUN];
 #pragma unroll
         for (int t = 0; t < RUN + 2 * MAXR; ++t)
-            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * TILE_W];
+            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * ROWS_STRIDE];
         sum_run<MAXR>(w, r, win, out);
         const int x = x0 + c;
 #pragma unroll
@@ -157,12 +165,12 @@ __device__ __forceinline__ void blur_dog_stage(
         int j = 0;
         while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
         const BlurJob job = jobs[j];
-        const int r = job.radius;
-        const int span_x = TILE_W + 2 * r, span_y = TILE_H + 2 * r, stride = span_x | 1;
+        const int r = job.radius, tw = job.tile_w, th = job.tile_h;
+        const int span_x = tw + 2 * r, span_y = th + 2 * r, stride = span_x | 1;
         const int tile = t - job.tile_start;
-        const int x0 = (tile % job.tiles_x) * TILE_W, y0 = (tile / job.tiles_x) * TILE_H;
-        const bool inside = x0 >= r && y0 >= r && x0 + TILE_W + r <= job.width &&
-                            y0 + TILE_H + r <= job.height;
+        const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
+        const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
+                            y0 + th + r <= job.height;
         for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
             int ry = k / span_x, rx = k - ry * span_x;
             int y = y0 + ry - r, x = x0 + rx - r;
@@ -183,14 +191,16 @@ __device__ __forceinline__ void blur_dog_stage(
 // the host launches, per stage, the smallest that holds the stage's largest radius.
 // The radius-8 kernel is held to 64 registers (4 blocks/SM, a 24-byte spill): measured
 // no slower on the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM.
-// Radius 16 at 3 blocks/SM (80 registers, 104-byte spill) was faster upscaled and on
-// 8 SMs but up to 10 % slower on small frames without upscaling (perf/RESULTS.md).
-#define BLUR_DOG_KERNEL(MAXR, MIN_BLOCKS)                                                       \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) sift_blur_dog_r##MAXR( \
+// Radius 16 comes twice: at 3 blocks/SM (80 registers, a 104-byte spill) for stages
+// with tiles for every block of its grid, where more blocks hide more latency, and at
+// 2 blocks/SM for the others, where the spill only adds to each tile (perf/RESULTS.md).
+#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS)                                                 \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
         blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
     }
-BLUR_DOG_KERNEL(8, 4)
-BLUR_DOG_KERNEL(16, 2)
-BLUR_DOG_KERNEL(32, 1)
+BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2)
+BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3)
+BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1)

@@ -52,7 +52,7 @@ pub fn enqueue(
         for stage in &plan.stages {
             let jobs = plan.jobs.ptr + (stage.first_job * std::mem::size_of::<BlurJob>()) as u64;
             let tiles = stage.tiles as i32;
-            let blur = k.blur_for(stage.max_radius);
+            let blur = k.blur_for(stage);
             stream
                 .launch_builder(&blur.function)
                 .arg(&jobs)

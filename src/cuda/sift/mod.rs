@@ -105,6 +105,7 @@ impl CudaSiftExtractor {
             width,
             height,
             self.unified,
+            self.kernels.sms,
         )?;
         self.plan = Some(plan);
         Ok(())

@@ -16,9 +16,12 @@ use std::sync::Arc;
 pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
 pub const MAX_RADIUS: usize = 32;
-/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu.
+/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
 pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
+/// Blur tiles from the largest down: an octave takes the first that gives it at least
+/// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
+const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
@@ -47,6 +50,8 @@ pub struct BlurJob {
     radius: i32,
     tiles_x: i32,
     tile_start: i32,
+    tile_w: i32,
+    tile_h: i32,
 }
 
 const SOURCE_PLANE: i32 = 0;
@@ -112,12 +117,12 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernel: the input tile with its halo (rows
-    /// padded to an odd stride) and the horizontal pass's rows.
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
+    /// horizontal pass's rows, both with rows padded to an odd stride.
     pub fn blur_shared_bytes(&self) -> u32 {
         let rows = TILE_H + 2 * self.max_radius;
         let stride = (TILE_W + 2 * self.max_radius) | 1;
-        ((rows * stride + rows * TILE_W) * size_of::<f32>()) as u32
+        ((rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
     }
 }
 
@@ -163,12 +168,18 @@ impl Plan {
         width: usize,
         height: usize,
         unified: bool,
+        sms: usize,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
         let scale = if config.upscale { 2 } else { 1 };
         let (base_w, base_h) = (width * scale, height * scale);
         let (octaves, floats) = octave_table(width, height, config)?;
-        let (jobs, stages) = blur_schedule(&octaves, taps, n, width, height, config.upscale)?;
+        let source = FrameSource {
+            width,
+            height,
+            upscale: config.upscale,
+        };
+        let (jobs, stages) = blur_schedule(&octaves, taps, n, source, sms)?;
 
         let input_pixels = width * height;
         let keypoint_capacity = (input_pixels / 32).max(4096);
@@ -263,20 +274,63 @@ fn octave_table(
     Ok((octaves, floats))
 }
 
-/// The blur jobs and their launches. Level `l` of octave `o` can run once level
-/// `l - 1` exists, and level 1 of octave `o + 1` once level `n` of octave `o` does:
-/// job (o, l) goes to stage `n o + l` (stage 0: the base image), so the launches of
-/// consecutive octaves overlap.
+/// The frame the scale space starts from.
+#[derive(Clone, Copy, Debug)]
+struct FrameSource {
+    width: usize,
+    height: usize,
+    upscale: bool,
+}
+
+/// The largest tile that still gives a `width` x `height` level a tile per SM.
+fn tile_shape(width: usize, height: usize, sms: usize) -> (usize, usize) {
+    let tiles = |(tw, th): (usize, usize)| width.div_ceil(tw) * height.div_ceil(th);
+    let smallest = TILE_SHAPES[TILE_SHAPES.len() - 1];
+    TILE_SHAPES
+        .into_iter()
+        .find(|&shape| tiles(shape) >= sms)
+        .unwrap_or(smallest)
+}
+
+/// A job making a level of `octave` with the Gaussian `(first tap, radius)`: its size,
+/// kernel and tile shape; the caller sets its source and outputs.
+fn level_job(octave: &SiftOctave, (tap, radius): (usize, usize), sms: usize) -> Result<BlurJob> {
+    let (width, height) = (octave.width as usize, octave.height as usize);
+    let (tile_w, tile_h) = tile_shape(width, height, sms);
+    Ok(BlurJob {
+        width: octave.width,
+        height: octave.height,
+        taps: to_i32(tap, "taps")?,
+        radius: to_i32(radius, "taps")?,
+        tiles_x: to_i32(width.div_ceil(tile_w), "tiles")?,
+        tile_w: tile_w as i32,
+        tile_h: tile_h as i32,
+        ..BlurJob::default()
+    })
+}
+
+impl BlurJob {
+    fn tiles(&self) -> usize {
+        (self.width as usize).div_ceil(self.tile_w as usize)
+            * (self.height as usize).div_ceil(self.tile_h as usize)
+    }
+}
+
+/// The blur jobs and their launches. Level `l` of octave `o` can run once level `l - 1`
+/// exists, and level 1 of octave `o + 1` once level `n` of octave `o` does: job (o, l)
+/// goes to stage `n o + l` (stage 0: the base image), so the launches of consecutive
+/// octaves overlap.
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
     n: usize,
-    width: usize,
-    height: usize,
-    upscale: bool,
+    frame: FrameSource,
+    sms: usize,
 ) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
     let levels = n + 3;
-    let tiles_across = |o: &SiftOctave| (o.width as usize).div_ceil(TILE_W);
+    let Some(first) = octaves.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
     let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
     let mut put = |stage: usize, job: BlurJob| {
         if by_stage.len() <= stage {
@@ -284,35 +338,24 @@ fn blur_schedule(
         }
         by_stage[stage].push(job);
     };
-    let Some(first) = octaves.first() else {
-        return Ok((Vec::new(), Vec::new()));
-    };
-    let tiles_x = tiles_across(first);
     put(
         0,
         BlurJob {
-            source: if upscale {
+            source: if frame.upscale {
                 SOURCE_FRAME_UPSAMPLED
             } else {
                 SOURCE_FRAME
             },
-            src_width: to_i32(width, "width")?,
-            src_height: to_i32(height, "height")?,
-            width: first.width,
-            height: first.height,
+            src_width: to_i32(frame.width, "width")?,
+            src_height: to_i32(frame.height, "height")?,
             gauss_out: first.gauss,
             dog_out: -1,
-            taps: to_i32(taps.base.0, "taps")?,
-            radius: to_i32(taps.base.1, "taps")?,
-            tiles_x: to_i32(tiles_x, "tiles")?,
-            ..BlurJob::default()
+            ..level_job(first, taps.base, sms)?
         },
     );
     for (o, oct) in octaves.iter().enumerate() {
         let plane = oct.width * oct.height;
-        let tiles_x = tiles_across(oct);
         for level in 1..levels {
-            let (tap, radius) = taps.layers[level - 1];
             let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
                 let previous = &octaves[o - 1];
                 let prev_plane = previous.width * previous.height;
@@ -337,8 +380,6 @@ fn blur_schedule(
                     src_offset,
                     src_width,
                     src_height,
-                    width: oct.width,
-                    height: oct.height,
                     // The last level only feeds the last DoG.
                     gauss_out: if level + 1 < levels {
                         oct.gauss + level as i32 * plane
@@ -346,10 +387,7 @@ fn blur_schedule(
                         -1
                     },
                     dog_out: oct.dog + (level as i32 - 1) * plane,
-                    taps: to_i32(tap, "taps")?,
-                    radius: to_i32(radius, "taps")?,
-                    tiles_x: to_i32(tiles_x, "tiles")?,
-                    tile_start: 0,
+                    ..level_job(oct, taps.layers[level - 1], sms)?
                 },
             );
         }
@@ -366,7 +404,7 @@ fn blur_schedule(
             .unwrap_or(0);
         for mut job in stage_jobs {
             job.tile_start = to_i32(tiles, "tiles")?;
-            tiles += (job.width as usize).div_ceil(TILE_W) * (job.height as usize).div_ceil(TILE_H);
+            tiles += job.tiles();
             jobs.push(job);
         }
         stages.push(BlurStage {
@@ -409,46 +447,71 @@ mod tests {
         }
     }
 
-    /// Every level is made once, after the level it blurs; every DoG plane is written once.
+    /// Every level is made once, after the level it blurs; every DoG plane is written
+    /// once; every stage's tiles are its jobs' tiles.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
-        let config = SiftConfig::default();
-        let n = config.n_octave_layers as usize;
-        let taps = Taps::new(&config).unwrap();
-        let (octaves, _) = octave_table(1920, 1080, &config).unwrap();
-        let (jobs, stages) = blur_schedule(&octaves, &taps, n, 1920, 1080, true).unwrap();
-        let mut made_at = std::collections::HashMap::new();
-        let mut dogs = std::collections::HashSet::new();
-        for (s, stage) in stages.iter().enumerate() {
-            let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
-            for job in stage_jobs {
-                if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
-                    let made = made_at.get(&job.src_offset).copied();
-                    assert!(
-                        made.is_some_and(|m| m < s),
-                        "stage {s} reads an unmade level"
-                    );
+        for (sms, width, height, upscale) in [
+            (132, 1920, 1080, true),
+            (132, 1920, 1080, false),
+            (8, 1920, 1080, false),
+            (132, 40, 30, true),
+        ] {
+            let case = format!("{width}x{height} upscale={upscale} {sms} SMs");
+            let config = SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            };
+            let n = config.n_octave_layers as usize;
+            let taps = Taps::new(&config).unwrap();
+            let (octaves, _) = octave_table(width, height, &config).unwrap();
+            let frame = FrameSource {
+                width,
+                height,
+                upscale,
+            };
+            let (jobs, stages) = blur_schedule(&octaves, &taps, n, frame, sms).unwrap();
+            let mut made_at = std::collections::HashMap::new();
+            let mut dogs = std::collections::HashSet::new();
+            for (s, stage) in stages.iter().enumerate() {
+                let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
+                for job in stage_jobs {
+                    if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
+                        let made = made_at.get(&job.src_offset).copied();
+                        assert!(
+                            made.is_some_and(|m| m < s),
+                            "{case}: stage {s} reads an unmade level"
+                        );
+                    }
+                    assert!(job.radius as usize <= stage.max_radius, "{case}");
+                    assert!(job.tile_w as usize <= TILE_W && job.tile_h as usize <= TILE_H);
+                    assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
+                    assert!((job.tile_w as u32).is_power_of_two(), "{case}");
                 }
-                if job.gauss_out >= 0 {
-                    assert!(made_at.insert(job.gauss_out, s).is_none());
+                for job in stage_jobs {
+                    if job.gauss_out >= 0 {
+                        assert!(made_at.insert(job.gauss_out, s).is_none(), "{case}");
+                    }
+                    if job.dog_out >= 0 {
+                        assert!(dogs.insert(job.dog_out), "{case}");
+                    }
                 }
-                if job.dog_out >= 0 {
-                    assert!(dogs.insert(job.dog_out));
-                }
-                assert!(job.radius as usize <= stage.max_radius);
+                let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
+                assert_eq!(tiles, stage.tiles as usize, "{case}");
             }
-            let tiles: usize = stage_jobs
-                .iter()
-                .map(|j| (j.width as usize).div_ceil(TILE_W) * (j.height as usize).div_ceil(TILE_H))
-                .sum();
-            assert_eq!(tiles, stage.tiles as usize);
+            assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
+            // Consecutive octaves overlap: fewer launches than levels.
+            assert!(stages.len() < octaves.len() * (n + 2) + 1, "{case}");
         }
-        assert_eq!(dogs.len(), octaves.len() * (n + 2));
-        // Consecutive octaves overlap: fewer launches than levels.
-        assert!(
-            stages.len() < octaves.len() * (n + 2) + 1,
-            "{} stages",
-            stages.len()
-        );
+    }
+
+    /// Small octaves are cut into smaller tiles, down to one tile per SM where possible.
+    #[test]
+    fn small_octaves_get_a_tile_per_sm() {
+        assert_eq!(tile_shape(1920, 1080, 132), (64, 32));
+        assert_eq!(tile_shape(480, 270, 132), (32, 32));
+        assert_eq!(tile_shape(240, 135, 132), (16, 16));
+        assert_eq!(tile_shape(240, 135, 8), (64, 32));
+        assert_eq!(tile_shape(15, 8, 132), (16, 8));
     }
 }

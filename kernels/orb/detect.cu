@@ -1,8 +1,20 @@
-// oFAST and the descriptors' smoothing on every pyramid level in one launch (2D tiles
-// in shared memory), then per grid cell its threshold, 3x3 non-maximum suppression
-// and compaction of the survivors in one launch (docs/orb-reference.md sections 2-4, 7).
+// oFAST (bitmasks + lookup table) and the descriptors' smoothing on every pyramid
+// level in one launch (2D tiles in shared memory), then per grid cell its threshold,
+// 3x3 non-maximum suppression and compaction of the survivors in one launch
+// (docs/orb-reference.md sections 2-4, 7).
 #include "common/levels.cuh"
 #include "common/warp_append.cuh"
+
+#define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
+
+// One bit per byte lane of a __vcmp*4 result (0x00 or 0xff per byte): byte i -> bit i.
+__device__ __forceinline__ unsigned int byte_mask_bits(unsigned int lanes) {
+    return (((lanes & 0x80808080u) >> 7) * 0x10204080u) >> 28;
+}
+
+__device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int mask) {
+    return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
+}
 
 // Offset of ring pixel i (OpenCV's offsets16 order) in a tile of row pitch `pitch`;
 // constant after unrolling, so the offsets fold into the loads.
@@ -13,9 +25,38 @@ __device__ __forceinline__ int ring_offset(int i) {
     return dy[i] * pitch + dx[i];
 }
 
+// The ring pixels of the pixel at `p`, packed four per word: byte k of word w = ring
+// pixel 4w + k (the masks' input).
+template <int pitch>
+__device__ __forceinline__ void load_ring(const unsigned char* p, unsigned int* ring) {
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        unsigned int word = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) word |= (unsigned int)p[ring_offset<pitch>(4 * w + k)] << (8 * k);
+        ring[w] = word;
+    }
+}
+
+// The corner decision at `threshold`: bright/dark 16-bit masks without branches, at
+// least 9 set bits, then the arc table.
+__device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const unsigned int* arc, int threshold) {
+    // c + t and c - t saturate to 255 and 0, where "r > 255" and "r < 0" are false,
+    // exactly as the i32 comparisons of the reference.
+    const unsigned int above = (unsigned int)min(c + threshold, 255) * 0x01010101u;
+    const unsigned int below = (unsigned int)max(c - threshold, 0) * 0x01010101u;
+    unsigned int bright = 0, dark = 0;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        bright |= byte_mask_bits(__vcmpgtu4(ring[w], above)) << (4 * w);
+        dark |= byte_mask_bits(__vcmpltu4(ring[w], below)) << (4 * w);
+    }
+    return arc_lookup(arc, bright) || arc_lookup(arc, dark);
+}
+
 // Largest t at which the pixel at `p` is a corner: over the 16 arcs A of 9 ring
 // pixels, max(min_A(r - c), min_A(c - r)) - 1 = max(max_A min_A r - c, c - min_A max_A r) - 1.
-// So "corner at t" is exactly "score >= t", and no separate decision is needed.
+// So a pixel is_corner at t exactly when its score is >= t.
 // One 32-bit value per ring pixel and three-input min/max (__vimin3_s32 and
 // __vimax3_s32, single DPX instructions on sm_90): arcs of 3, then arcs of 9 as three
 // arcs of 3. Packed-byte min/max (__vminu4) has no instruction of its own there.
@@ -144,27 +185,32 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
 // s(p) for every pixel of every level (0 outside the ring-safe area and for pixels
 // that are no corner at `threshold`, the lowest threshold any cell uses), and the
 // smoothed levels the descriptors sample, from the same staged tiles. Blocks take
-// (level, tile) work items in turn (a persistent grid). Each warp pre-tests its own
-// pixels, lists the ones that pass in its own shared-memory list (__ballot_sync
-// compaction) and scores that list with every lane busy: the only block barriers are
-// after the staging and before the smoothing's vertical pass, so the warps of a block
-// never wait for each other's short lists. At most 40 registers (a few bytes spill in
-// the score): 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
-// threads per SM). With the cell scan's bound below: 8 SMs 1080p 0.876 -> 0.743 ms,
-// full chip within 0.005 ms (perf/RESULTS.md, helper orbdetect).
+// (level, tile) work items in turn (a persistent grid). Each warp works on its own
+// pixels in three steps, each compacting its survivors into the warp's shared-memory
+// list (__ballot_sync): OpenCV's 5-pixel pre-test; the decision by bright/dark masks
+// and the 65,536-bit arc table staged in shared memory; the score, of corners only.
+// The only block barriers are after the staging and before the smoothing's vertical
+// pass, so the warps of a block never wait for each other's short lists. At most 40
+// registers (a few bytes spill in the score): 6 blocks per SM instead of 4, full
+// occupancy on Orin (sm_87, 1,536 threads per SM). With the cell scan's bound below:
+// 8 SMs 1080p 0.876 -> 0.743 ms, full chip within 0.005 ms (perf/RESULTS.md, helper
+// orbdetect).
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
     int n_levels,
+    const unsigned int* __restrict__ arc_bits,
     int threshold,
     const int* __restrict__ smooth_taps,  // 7 weights summing to 256
     unsigned char* __restrict__ scores,
     unsigned char* __restrict__ smoothed) {  // same layout as `pyramid`
+    __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ int weights[7];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
     __shared__ unsigned short rows[SCORE_SPAN_H][SCORE_TILE_W];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
+    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
     load_levels(levels, level_table, n_levels);
     if (threadIdx.x < 7) weights[threadIdx.x] = smooth_taps[threadIdx.x];
     __syncthreads();
@@ -199,12 +245,34 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
                 level_scores[y * width + x] = 0;
             listed += __popc(passed);
         }
+        // The decision on the pre-test's survivors, 32 at a time; corners move down the
+        // list in place (an entry is written at or below its own index, after the whole
+        // warp has read its 32).
         __syncwarp();
-        for (int j = lane; j < listed; j += 32) {
+        int corners = 0;
+        for (int base = 0; base < listed; base += 32) {
+            const int j = base + lane;
+            const int k = j < listed ? list[j] : 0;
+            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+            bool corner = false;
+            if (j < listed) {
+                const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
+                unsigned int ring[4];
+                load_ring<SCORE_PITCH>(p, ring);
+                corner = is_corner(ring, p[0], arc, threshold);
+                if (!corner) level_scores[(tile.y0 + r) * width + tile.x0 + c] = 0;
+            }
+            const unsigned int found = __ballot_sync(0xffffffffu, corner);
+            __syncwarp();
+            if (corner) list[corners + __popc(found & lanes_below)] = (unsigned short)k;
+            corners += __popc(found);
+        }
+        __syncwarp();
+        for (int j = lane; j < corners; j += 32) {
             const int k = list[j];
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            const int s = fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
-            level_scores[(tile.y0 + r) * width + tile.x0 + c] = (unsigned char)(s >= threshold ? s : 0);
+            level_scores[(tile.y0 + r) * width + tile.x0 + c] =
+                (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
         }
         // Every row sum is written and every read of `pixels` done: the next tile's
         // staging waits at its own barrier for this tile's vertical pass.

@@ -5,7 +5,7 @@
 //! pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
 //! rBRIEF, optionally fused matching), the
 //! downloads, and one stream synchronisation. The host-side tables (resize taps,
-//! Gaussian taps, umax, pattern, quotas) come from the CPU reference's
+//! arc table, Gaussian taps, umax, pattern, quotas) come from the CPU reference's
 //! builders, uploaded as they are.
 
 use std::mem::size_of;
@@ -17,6 +17,7 @@ use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
 use crate::cpu::blur::GAUSSIAN_TAPS;
 use crate::cpu::brief::{PATTERN, PATTERN_REACH};
 use crate::cpu::candidates::{DetectionArea, Grid};
+use crate::cpu::fast::arc_table;
 use crate::cpu::harris::harris_response;
 use crate::cpu::orientation::{angle_degrees, umax};
 use crate::cpu::pyramid::{level_geometry, resize_taps, LevelGeometry};
@@ -198,6 +199,7 @@ impl Kernels {
 
 /// Tables that do not depend on the image size.
 struct Constants {
+    arc: DeviceBuffer,
     smooth_taps: DeviceBuffer,
     umax: DeviceBuffer,
     pattern: DeviceBuffer,
@@ -255,10 +257,12 @@ impl CudaOrbExtractor {
         let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
+        let arc: Vec<u64> = arc_table().to_vec();
         let smooth_taps: Vec<i32> = GAUSSIAN_TAPS.iter().map(|&t| t as i32).collect();
         let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
         let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
         let constants = Constants {
+            arc: DeviceBuffer::from_slice(ctx, &arc)?,
             smooth_taps: DeviceBuffer::from_slice(ctx, &smooth_taps)?,
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
@@ -572,6 +576,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
+                .arg(&self.constants.arc.ptr)
                 .arg(&min_threshold)
                 .arg(&self.constants.smooth_taps.ptr)
                 .arg(&plan.scores.ptr)

@@ -10,15 +10,8 @@ use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
 
-use common::frames::{load, resized};
+use common::frames::{load, resized, ORB_IMAGES};
 
-const IMAGES: [&str; 5] = [
-    "graf1.png",
-    "box.pgm",
-    "leuvenA.jpg",
-    "basketball1.png",
-    "rubberwhale1.png",
-];
 const SIZES: [(u32, u32); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
 
 fn cpu(config: &OrbConfig, image: &GrayImage) -> Features {
@@ -106,7 +99,7 @@ fn matches_the_cpu_reference_on_real_images_in_both_memory_modes() {
     let mut unified = CudaOrbExtractor::new(config.clone(), MemoryMode::Unified, None).unwrap();
     assert!(unified.is_unified() && !device.is_unified());
     let (mut bits, mut differing) = (0u64, 0u64);
-    for name in IMAGES {
+    for name in ORB_IMAGES {
         let original = load(name);
         for size in SIZES {
             let image = resized(&original, size);

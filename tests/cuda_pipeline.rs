@@ -9,19 +9,11 @@ use orbsift::config::MemoryMode;
 use orbsift::cuda::{CudaOrbExtractor, CudaOrbPipeline, Knn2};
 use orbsift::{Extractor, Features, GrayImage, OrbConfig};
 
-use common::frames::{load, resized};
-
-const IMAGES: [&str; 5] = [
-    "graf1.png",
-    "box.pgm",
-    "leuvenA.jpg",
-    "basketball1.png",
-    "rubberwhale1.png",
-];
+use common::frames::{load, resized, ORB_IMAGES};
 
 /// `count` frames at `size`, cycling through the images.
 fn stream_at(size: (u32, u32), count: usize) -> Vec<GrayImage> {
-    IMAGES
+    ORB_IMAGES
         .iter()
         .cycle()
         .take(count)

@@ -4,6 +4,16 @@ use orbsift::GrayImage;
 
 use super::peer::test_data;
 
+/// The real images the GPU ORB tests run on: a poster (graf1), a grey-level object
+/// (box.pgm), a street (leuvenA) and two Middlebury optical-flow frames.
+pub const ORB_IMAGES: [&str; 5] = [
+    "graf1.png",
+    "box.pgm",
+    "leuvenA.jpg",
+    "basketball1.png",
+    "rubberwhale1.png",
+];
+
 pub fn load(name: &str) -> GrayImage {
     GrayImage::open(&test_data(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }

@@ -232,7 +232,9 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
 }
 
 // The Harris keys of every level's records, spread over the whole grid: the records
-// of all levels are numbered one after the other.
+// of all levels are numbered one after the other, and each is keyed by 8 lanes of a
+// warp, lane r summing window row r - 3 (lane 7 none), so a record's 81 pixel loads
+// are not one thread's chain. Integer sums, so the order of the sum is exact.
 extern "C" __global__ void orb_record_keys(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
@@ -247,17 +249,31 @@ extern "C" __global__ void orb_record_keys(
     __syncthreads();
     unsigned int total = 0;
     for (int l = 0; l < n_levels; ++l) total += counts[l];
-    for (unsigned int g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
-        int l = 0;
+    const unsigned int row = threadIdx.x % 8;
+    // Warp-uniform loop (blockDim is a multiple of 32): every lane takes the shuffles.
+    const unsigned int warp_first = blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+    for (unsigned int t = warp_first; t / 8 < total; t += gridDim.x * blockDim.x) {
+        const unsigned int g = (t + threadIdx.x % 32) / 8;
+        int a = 0, b = 0, c = 0, l = 0;
         unsigned int k = g;
-        while (k >= counts[l]) k -= counts[l++];
-        const OrbLevel& lv = levels[l];
-        const unsigned int yx = record_yx[lv.cand_offset + k];
-        const int x = yx & 0xffff, y = yx >> 16;
-        record_key[lv.cand_offset + k] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
+        if (g < total) {
+            while (k >= counts[l]) k -= counts[l++];
+            if (row < 7) {
+                const OrbLevel& lv = levels[l];
+                const unsigned int yx = record_yx[lv.cand_offset + k];
+                const int x = yx & 0xffff, y = yx >> 16;
+                harris_row_sums(pyramid + lv.offset + y * lv.width + x, lv.width, (int)row - 3, a, b, c);
+            }
+        }
+#pragma unroll
+        for (int offset = 1; offset < 8; offset <<= 1) {
+            a += __shfl_xor_sync(0xffffffffu, a, offset);
+            b += __shfl_xor_sync(0xffffffffu, b, offset);
+            c += __shfl_xor_sync(0xffffffffu, c, offset);
+        }
+        if (g < total && row == 0) record_key[levels[l].cand_offset + k] = harris_response(a, b, c);
     }
 }
-
 
 // A level's 32 records starting at `first`, taken by one block: groups are numbered
 // level by level. False past the last group.

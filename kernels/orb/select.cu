@@ -30,7 +30,7 @@
 
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
-    return key_j > key_i || (key_j == key_i && yx_j < yx_i);
+    return (key_j > key_i) | ((key_j == key_i) & (yx_j < yx_i));  // no branches
 }
 
 // The digit d of `bins` (256 counters) holding the `want`-th smallest value (1-based)
@@ -291,14 +291,22 @@ __device__ __forceinline__ bool record_group(const unsigned int* counts, int n_l
     return false;
 }
 
+// What a record is ordered by: its group (cell, or k), key and raster position.
+struct OrderFields {
+    unsigned int group;
+    long long key;
+    unsigned int yx;
+};
+
 // Ranks by counting instead of sorting: for every record i of every level, the number
-// of the level's records j with `before(j, i)` (slot numbers). A block takes 32 records
-// of one level, one per lane; its warps split the level's records between them, so the
-// only barriers are the two around the sum of the warps' counts.
+// of the level's records j with `before(fields(j), fields(i))` (`fields` takes a slot
+// number). A block takes 32 records of one level, one per lane; its warps split the
+// level's records between them, so the only barriers are the two around the sum of the
+// warps' counts. Every field is loaded before comparing, so the comparison does not branch.
 // `done(level, i, count)` runs once per record, in warp 0.
-template <typename Before, typename Done>
+template <typename Fields, typename Before, typename Done>
 __device__ __forceinline__ void count_records_before(const OrbLevel* levels, const unsigned int* counts,
-                                                     int n_levels, Before before, Done done) {
+                                                     int n_levels, Fields fields, Before before, Done done) {
     __shared__ unsigned int partial[32];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (warp == 0) partial[lane] = 0u;
@@ -310,9 +318,10 @@ __device__ __forceinline__ void count_records_before(const OrbLevel* levels, con
         const unsigned int i = first + lane;
         __syncthreads();  // partial is zero
         if (i < n) {
+            const OrderFields own = fields(base + i);
             unsigned int count = 0;
 #pragma unroll 4
-            for (unsigned int j = warp; j < n; j += RANK_WARPS) count += before(base + j, base + i) ? 1u : 0u;
+            for (unsigned int j = warp; j < n; j += RANK_WARPS) count += before(fields(base + j), own) ? 1u : 0u;
             atomicAdd(&partial[lane], count);
         }
         __syncthreads();  // every warp has added
@@ -339,9 +348,9 @@ extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(
     __syncthreads();
     count_records_before(
         levels, counts, n_levels,
-        [&](unsigned int j, unsigned int i) {
-            return record_cell[j] == record_cell[i] &&
-                   comes_before(record_key[j], record_yx[j], record_key[i], record_yx[i]);
+        [&](unsigned int slot) { return OrderFields{record_cell[slot], record_key[slot], record_yx[slot]}; },
+        [](const OrderFields& j, const OrderFields& i) {
+            return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
         },
         [&](int, unsigned int i, unsigned int k) { record_rank[i] = k; });
 }
@@ -384,9 +393,9 @@ extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_place(
     __syncthreads();
     count_records_before(
         levels, counts, n_levels,
-        [&](unsigned int j, unsigned int i) {
-            const unsigned int k_j = record_rank[j], k_i = record_rank[i];
-            return k_j < k_i || (k_j == k_i && comes_before(record_key[j], record_yx[j], record_key[i], record_yx[i]));
+        [&](unsigned int slot) { return OrderFields{record_rank[slot], record_key[slot], record_yx[slot]}; },
+        [](const OrderFields& j, const OrderFields& i) {
+            return (j.group < i.group) | ((j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx));
         },
         [&](int l, unsigned int i, unsigned int position) {
             if (position >= level_kept[l]) return;

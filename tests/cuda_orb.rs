@@ -183,8 +183,8 @@ fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize
     0
 }
 
-/// 20,000 features: the selection records (2 quota per level) no longer fit in
-/// orb_select_order's shared memory, so it sorts them in global scratch, and level 0
+/// 20,000 features: level 0 has about 8,700 selection records (2 quota), so each is
+/// ranked against thousands of others by orb_record_ranks / orb_record_place, and level 0
 /// has more candidates at the cut score than orb_select_candidates lists (TIE_LIST,
 /// 1024), so the raster-order tie break re-reads the level's candidates.
 #[test]

@@ -1,5 +1,5 @@
 // Per-level keypoint selection of the grid distribution on the GPU
-// (docs/orb-reference.md section 5) in three launches, no host round trip:
+// (docs/orb-reference.md section 5) in four launches, no host round trip:
 // 1. orb_select_candidates (one block per level), the FAST pre-filter: keep the first
 //    2 N_l candidates by (s desc, y asc, x asc). The level's 256-bin histogram of s
 //    (filled by orb_cell_candidates) gives the cut score s*: every candidate with
@@ -7,12 +7,14 @@
 //    order, found by a radix select of y << 16 | x. The kept ones become the level's
 //    records (at most 2 N_l), in global scratch at the level's first slot.
 // 2. orb_record_keys (all SMs): the Harris keys of every level's records.
-// 3. orb_select_order (one block per level): rank k of each record within its cell by
-//    (key desc, y asc, x asc) = its position in its cell after sorting by (cell, key
-//    desc, y, x); then the first N_l by (k asc, key desc, y asc, x asc), a second sort.
-//    The sorts run in shared memory (in the global scratch when a level's records do
-//    not fit). Every level's output start is known up front (min(candidates, N_l) per
-//    level), so the levels need not wait for each other.
+// 3. orb_record_ranks (all SMs): rank k of each record within its cell by (key desc,
+//    y asc, x asc), counted: how many records of its cell come first.
+// 4. orb_record_place (all SMs): each record's position in its level by (k asc, key
+//    desc, y asc, x asc), counted the same way; the first N_l are the output.
+//    Counting is O(records^2) per level but needs no sort (the block-wide bitonic
+//    sorts it replaced spent one barrier per step on one SM per level) and spreads
+//    over every SM: (key, y, x) is unique within a level, so the counts are the
+//    positions a sort would give.
 #include "common/levels.cuh"
 #include "common/harris.cuh"
 #include "common/warp_append.cuh"
@@ -22,56 +24,13 @@
 #define SELECT_THREADS 1024
 // Ties (s = s*) a block lists in shared memory; more are re-read from the level's slots.
 #define TIE_LIST 1024
+// Warps of an orb_record_ranks / orb_record_place block; mirrors RANK_THREADS in
+// src/cuda/orb.rs.
+#define RANK_WARPS 16
 
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
-    return key_j > key_i || (key_j == key_i && yx_j < yx_i);
-}
-
-// A level's kept candidates, one array per field (shared memory or global scratch).
-struct Records {
-    long long* key;
-    unsigned int* yx;
-    unsigned int* cell;
-    unsigned int* rank;  // k, the rank within the cell
-};
-
-// Record a comes before record b by (group asc, key desc, yx asc).
-__device__ __forceinline__ bool record_before(const Records& r, const unsigned int* group, int a, int b) {
-    return group[a] < group[b] || (group[a] == group[b] && comes_before(r.key[a], r.yx[a], r.key[b], r.yx[b]));
-}
-
-__device__ __forceinline__ void swap_records(const Records& r, int a, int b) {
-    const long long key = r.key[a];
-    r.key[a] = r.key[b];
-    r.key[b] = key;
-    const unsigned int yx = r.yx[a], cell = r.cell[a], rank = r.rank[a];
-    r.yx[a] = r.yx[b];
-    r.yx[b] = yx;
-    r.cell[a] = r.cell[b];
-    r.cell[b] = cell;
-    r.rank[a] = r.rank[b];
-    r.rank[b] = rank;
-}
-
-// Sorts records [0, n) by (group, key desc, yx asc) with the whole block: a bitonic
-// network whose comparators all put the smaller record first (each merge starts by
-// comparing mirrored positions), so the padding up to a power of two behaves as
-// records larger than any other that never move and need no storage.
-__device__ void sort_records(const Records& r, const unsigned int* group, int n) {
-    int padded = 1;
-    while (padded < n) padded <<= 1;
-    for (int size = 2; size <= padded; size <<= 1) {
-        for (int stride = size / 2; stride > 0; stride >>= 1) {
-            for (int p = threadIdx.x; p < padded / 2; p += blockDim.x) {
-                const int low = p & (stride - 1);
-                const int i = ((p - low) << 1) + low;
-                const int j = stride == size / 2 ? i ^ (size - 1) : i + stride;
-                if (j < n && record_before(r, group, j, i)) swap_records(r, i, j);
-            }
-            __syncthreads();
-        }
-    }
+    return (key_j > key_i) | ((key_j == key_i) & (yx_j < yx_i));  // no branches
 }
 
 // The digit d of `bins` (256 counters) holding the `want`-th smallest value (1-based)
@@ -128,13 +87,6 @@ __device__ __forceinline__ void for_each_tie(const Ties& ties, Body body) {
         for (unsigned int i = threadIdx.x; i < ties.n; i += blockDim.x)
             if ((int)ties.cand_score[i] == ties.cut) body(ties.cand_yx[i], i);
     }
-}
-
-// The records of level `l` in the global scratch (each level's from its first slot).
-__device__ __forceinline__ Records scratch_records(const OrbLevel& lv, long long* key, unsigned int* yx,
-                                                    unsigned int* cell, unsigned int* rank) {
-    const int first = lv.cand_offset;
-    return Records{key + first, yx + first, cell + first, rank + first};
 }
 
 extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidates(
@@ -280,7 +232,9 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
 }
 
 // The Harris keys of every level's records, spread over the whole grid: the records
-// of all levels are numbered one after the other.
+// of all levels are numbered one after the other, and each is keyed by 8 lanes of a
+// warp, lane r summing window row r - 3 (lane 7 none), so a record's 81 pixel loads
+// are not one thread's chain. Integer sums, so the order of the sum is exact.
 extern "C" __global__ void orb_record_keys(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
@@ -295,91 +249,159 @@ extern "C" __global__ void orb_record_keys(
     __syncthreads();
     unsigned int total = 0;
     for (int l = 0; l < n_levels; ++l) total += counts[l];
-    for (unsigned int g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
-        int l = 0;
+    const unsigned int row = threadIdx.x % 8;
+    // Warp-uniform loop (blockDim is a multiple of 32): every lane takes the shuffles.
+    const unsigned int warp_first = blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
+    for (unsigned int t = warp_first; t / 8 < total; t += gridDim.x * blockDim.x) {
+        const unsigned int g = (t + threadIdx.x % 32) / 8;
+        int a = 0, b = 0, c = 0, l = 0;
         unsigned int k = g;
-        while (k >= counts[l]) k -= counts[l++];
-        const OrbLevel& lv = levels[l];
-        const unsigned int yx = record_yx[lv.cand_offset + k];
-        const int x = yx & 0xffff, y = yx >> 16;
-        record_key[lv.cand_offset + k] = harris_key(pyramid + lv.offset + y * lv.width + x, lv.width);
+        if (g < total) {
+            while (k >= counts[l]) k -= counts[l++];
+            if (row < 7) {
+                const OrbLevel& lv = levels[l];
+                const unsigned int yx = record_yx[lv.cand_offset + k];
+                const int x = yx & 0xffff, y = yx >> 16;
+                harris_row_sums(pyramid + lv.offset + y * lv.width + x, lv.width, (int)row - 3, a, b, c);
+            }
+        }
+#pragma unroll
+        for (int offset = 1; offset < 8; offset <<= 1) {
+            a += __shfl_xor_sync(0xffffffffu, a, offset);
+            b += __shfl_xor_sync(0xffffffffu, b, offset);
+            c += __shfl_xor_sync(0xffffffffu, c, offset);
+        }
+        if (g < total && row == 0) record_key[levels[l].cand_offset + k] = harris_response(a, b, c);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_order(
+// A level's 32 records starting at `first`, taken by one block: groups are numbered
+// level by level. False past the last group.
+__device__ __forceinline__ bool record_group(const unsigned int* counts, int n_levels, unsigned int group,
+                                             int& level, unsigned int& first) {
+    for (int l = 0; l < n_levels; ++l) {
+        const unsigned int groups = (counts[l] + 31u) / 32u;
+        if (group < groups) {
+            level = l;
+            first = 32u * group;
+            return true;
+        }
+        group -= groups;
+    }
+    return false;
+}
+
+// What a record is ordered by: its group (cell, or k), key and raster position.
+struct OrderFields {
+    unsigned int group;
+    long long key;
+    unsigned int yx;
+};
+
+// Ranks by counting instead of sorting: for every record i of every level, the number
+// of the level's records j with `before(fields(j), fields(i))` (`fields` takes a slot
+// number). A block takes 32 records of one level, one per lane; its warps split the
+// level's records between them, so the only barriers are the two around the sum of the
+// warps' counts. Every field is loaded before comparing, so the comparison does not branch.
+// `done(level, i, count)` runs once per record, in warp 0.
+template <typename Fields, typename Before, typename Done>
+__device__ __forceinline__ void count_records_before(const OrbLevel* levels, const unsigned int* counts,
+                                                     int n_levels, Fields fields, Before before, Done done) {
+    __shared__ unsigned int partial[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (warp == 0) partial[lane] = 0u;
+    int level;
+    unsigned int first;
+    for (unsigned int group = blockIdx.x; record_group(counts, n_levels, group, level, first); group += gridDim.x) {
+        const unsigned int n = counts[level];
+        const unsigned int base = (unsigned int)levels[level].cand_offset;
+        const unsigned int i = first + lane;
+        __syncthreads();  // partial is zero
+        if (i < n) {
+            const OrderFields own = fields(base + i);
+            unsigned int count = 0;
+#pragma unroll 4
+            for (unsigned int j = warp; j < n; j += RANK_WARPS) count += before(fields(base + j), own) ? 1u : 0u;
+            atomicAdd(&partial[lane], count);
+        }
+        __syncthreads();  // every warp has added
+        if (warp == 0) {
+            if (i < n) done(level, base + i, partial[lane]);
+            partial[lane] = 0u;
+        }
+    }
+}
+
+// k of every record: how many records of its cell come first by (key desc, y, x).
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_records,
+    const long long* __restrict__ record_key,     // records at each level's first slot
+    const unsigned int* __restrict__ record_yx,
+    const unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ record_rank) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int counts[ORB_MAX_LEVELS];
+    load_levels(levels, level_table, n_levels);
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    __syncthreads();
+    count_records_before(
+        levels, counts, n_levels,
+        [&](unsigned int slot) { return OrderFields{record_cell[slot], record_key[slot], record_yx[slot]}; },
+        [](const OrderFields& j, const OrderFields& i) {
+            return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
+        },
+        [&](int, unsigned int i, unsigned int k) { record_rank[i] = k; });
+}
+
+// The level's output position of every record by (k asc, key desc, y, x); the first
+// min(candidates, N_l) are written. Every level's output start is known up front
+// (min(candidates, N_l) per level), so the levels need not wait for each other.
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_place(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
     const unsigned int* __restrict__ level_records,
-    int shared_records,                           // records per level in dynamic shared memory; 0: scratch
-    long long* __restrict__ record_key,           // records at each level's first slot
-    unsigned int* __restrict__ record_yx,
-    unsigned int* __restrict__ record_cell,
-    unsigned int* __restrict__ record_rank,       // scratch for k when not in shared memory
+    const long long* __restrict__ record_key,     // records at each level's first slot
+    const unsigned int* __restrict__ record_yx,
+    const unsigned int* __restrict__ record_rank,
     unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
     long long* __restrict__ out_key) {
-    extern __shared__ long long shared_storage[];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    __shared__ unsigned int out_start;
+    __shared__ unsigned int counts[ORB_MAX_LEVELS], level_kept[ORB_MAX_LEVELS], out_start[ORB_MAX_LEVELS];
     load_levels(levels, level_table, n_levels);
-    __syncthreads();
-
-    for (int l = blockIdx.x; l < n_levels; l += gridDim.x) {
-        const OrbLevel& lv = levels[l];
-        const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
-        const unsigned int level_kept = min(n, (unsigned int)quotas[l]);
-        if (threadIdx.x == 0) {
-            unsigned int before = 0, total = 0;
-            for (int m = 0; m < n_levels; ++m) {
-                const unsigned int k = min(min(level_counts[m], (unsigned int)levels[m].cand_capacity), (unsigned int)quotas[m]);
-                before += m < l ? k : 0u;
-                total += k;
-            }
-            out_start = before;
-            kept[l] = level_kept;
-            if (l == 0) kept[n_levels] = total;
-        }
-        const int count = (int)level_records[l];
-        Records r = scratch_records(lv, record_key, record_yx, record_cell, record_rank);
-        if (shared_records > 0) {  // sort a copy in shared memory
-            const Records global = r;
-            r.key = shared_storage;
-            r.yx = reinterpret_cast<unsigned int*>(shared_storage + shared_records);
-            r.cell = r.yx + shared_records;
-            r.rank = r.cell + shared_records;
-            for (int k = threadIdx.x; k < count; k += blockDim.x) {
-                r.key[k] = global.key[k];
-                r.yx[k] = global.yx[k];
-                r.cell[k] = global.cell[k];
-            }
-        }
-        __syncthreads();
-
-        // Rank within the cell = distance to the cell's first record.
-        sort_records(r, r.cell, count);
-        for (int k = threadIdx.x; k < count; k += blockDim.x) {
-            const unsigned int cell = r.cell[k];
-            int lo = 0, hi = k;
-            while (lo < hi) {
-                const int mid = (lo + hi) / 2;
-                if (r.cell[mid] < cell) lo = mid + 1;
-                else hi = mid;
-            }
-            r.rank[k] = (unsigned int)(k - lo);
-        }
-        __syncthreads();
-
-        // (k, key desc, y, x); the first min(n, N_l) are the level's keypoints.
-        sort_records(r, r.rank, count);
-        for (unsigned int k = threadIdx.x; k < level_kept; k += blockDim.x) {
-            const unsigned int out = out_start + k;
-            out_yx[out] = r.yx[k];
-            out_level[out] = l;
-            out_key[out] = r.key[k];
-        }
-        __syncthreads();  // the next level reuses the shared state
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) {
+        counts[l] = level_records[l];
+        level_kept[l] = min(min(level_counts[l], (unsigned int)level_table[l].cand_capacity), (unsigned int)quotas[l]);
     }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int total = 0;
+        for (int l = 0; l < n_levels; ++l) {
+            out_start[l] = total;
+            total += level_kept[l];
+        }
+        if (blockIdx.x == 0) {
+            for (int l = 0; l < n_levels; ++l) kept[l] = level_kept[l];
+            kept[n_levels] = total;
+        }
+    }
+    __syncthreads();
+    count_records_before(
+        levels, counts, n_levels,
+        [&](unsigned int slot) { return OrderFields{record_rank[slot], record_key[slot], record_yx[slot]}; },
+        [](const OrderFields& j, const OrderFields& i) {
+            return (j.group < i.group) | ((j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx));
+        },
+        [&](int l, unsigned int i, unsigned int position) {
+            if (position >= level_kept[l]) return;
+            const unsigned int out = out_start[l] + position;
+            out_yx[out] = record_yx[i];
+            out_level[out] = l;
+            out_key[out] = record_key[i];
+        });
 }

@@ -43,11 +43,9 @@ const DESCRIBE_THREADS: u32 = 16 * WARP;
 const DESCRIBE_SHARED_BYTES: u32 = 39 * 10 * WARP * 4;
 /// `SELECT_THREADS` of kernels/orb/select.cu: one block per level.
 const SELECT_THREADS: u32 = 1024;
-/// Bytes of one selection record (key i64, yx, cell, rank u32) in kernels/orb/select.cu.
-const SELECT_RECORD_BYTES: usize = 20;
-/// Dynamic shared memory `orb_select_order` may sort its records in: beside its
-/// 1.7 KB of static shared memory, within the 48 KB every device grants unasked.
-const SELECT_SHARED_BYTES: usize = 46 * 1024;
+/// `RANK_WARPS * 32` of kernels/orb/select.cu: the warps of an `orb_record_ranks` /
+/// `orb_record_place` block split a level's records, 32 records per block.
+const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
@@ -114,9 +112,6 @@ struct Plan {
     height: usize,
     geometry: Vec<LevelGeometry>,
     total_cells: i32,
-    /// Selection records of the largest level (min(candidate slots, 2 quota)) when
-    /// they fit in `orb_select_order`'s shared memory, else 0: it sorts them in place.
-    shared_records: i32,
     capacity: usize,
     levels: DeviceBuffer,
     taps: DeviceBuffer,
@@ -136,8 +131,7 @@ struct Plan {
     cand_cell: DeviceBuffer,
     cand_key: DeviceBuffer,
     cand_score: DeviceBuffer,
-    /// The selection records (key, yx, cell, rank) at each level's first slot; the
-    /// ranks only when the records are sorted in place (one byte otherwise).
+    /// The selection records (key, yx, cell, rank) at each level's first slot.
     records: [DeviceBuffer; 4],
     /// Records per level (min(candidates, 2 quota)).
     level_records: DeviceBuffer,
@@ -172,7 +166,8 @@ struct Kernels {
     cell_candidates: CudaFunction,
     select_candidates: CudaFunction,
     record_keys: CudaFunction,
-    select_order: CudaFunction,
+    record_ranks: CudaFunction,
+    record_place: CudaFunction,
     describe: CudaFunction,
 }
 
@@ -185,7 +180,8 @@ impl Kernels {
             cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
             select_candidates: orb("orb_select", "orb_select_candidates")?,
             record_keys: orb("orb_select", "orb_record_keys")?,
-            select_order: orb("orb_select", "orb_select_order")?,
+            record_ranks: orb("orb_select", "orb_record_ranks")?,
+            record_place: orb("orb_select", "orb_record_place")?,
             describe: orb("orb_describe", "orb_describe")?,
         };
         // The private patches are over the 48 KB of shared memory granted without asking.
@@ -384,7 +380,7 @@ impl CudaOrbExtractor {
         let edge = c.edge_threshold as usize;
         let mut levels = Vec::with_capacity(geometry.len());
         let mut taps = Vec::new();
-        let (mut offset, mut cells, mut slots, mut records) = (0usize, 0usize, 0usize, 0usize);
+        let (mut offset, mut cells, mut slots) = (0usize, 0usize, 0usize);
         for (l, g) in geometry.iter().enumerate() {
             let mut level = OrbLevel {
                 width: to_i32(g.width, "width")?,
@@ -433,8 +429,6 @@ impl CudaOrbExtractor {
                 level.cand_capacity = to_i32(capacity, "candidates")?;
                 cells += grid.n_cells();
                 slots += capacity;
-                let quota = quotas.get(l).map_or(0, |&q| q.max(0) as usize);
-                records = records.max(capacity.min(2 * quota));
             }
             offset += g.width * g.height;
             levels.push(level);
@@ -448,18 +442,12 @@ impl CudaOrbExtractor {
         let cells = cells.max(1);
         let slots = slots.max(1);
         let counters = n_levels + n_levels * SCORE_BINS;
-        let in_shared = records * SELECT_RECORD_BYTES <= SELECT_SHARED_BYTES;
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
         Ok(Plan {
             width,
             height,
             geometry,
             total_cells,
-            shared_records: if in_shared {
-                to_i32(records, "records")?
-            } else {
-                0
-            },
             capacity,
             levels: DeviceBuffer::from_slice(ctx, &levels)?,
             taps: DeviceBuffer::from_slice(ctx, &taps)?,
@@ -484,14 +472,7 @@ impl CudaOrbExtractor {
                 DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
                 DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
                 DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
-                DeviceBuffer::new(
-                    ctx,
-                    if in_shared {
-                        1
-                    } else {
-                        slots * size_of::<u32>()
-                    },
-                )?,
+                DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             ],
             level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
@@ -601,8 +582,8 @@ impl CudaOrbExtractor {
                 .arg(&level_hist)
                 .launch(cell_block)?;
             // One block per level (at most one per SM under --sm-limit) selects each
-            // level's records, the whole grid computes their Harris keys, one block
-            // per level orders them (in dynamic shared memory when they fit).
+            // level's records; the whole grid computes their Harris keys, their ranks
+            // in their cells, and their places in the output.
             let per_level = LaunchConfig {
                 grid_dim: (
                     self.sm_limit
@@ -643,26 +624,41 @@ impl CudaOrbExtractor {
                     .arg(&record_key.ptr)
                     .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
             }
+            let ranks = cfg(
+                self.gpu
+                    .persistent_blocks(&k.record_ranks, RANK_THREADS, self.sm_limit)?,
+                RANK_THREADS,
+            );
             stream
-                .launch_builder(&k.select_order)
+                .launch_builder(&k.record_ranks)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&plan.level_records.ptr)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&record_rank.ptr)
+                .launch(ranks)?;
+            let place = cfg(
+                self.gpu
+                    .persistent_blocks(&k.record_place, RANK_THREADS, self.sm_limit)?,
+                RANK_THREADS,
+            );
+            stream
+                .launch_builder(&k.record_place)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
                 .arg(&plan.level_records.ptr)
-                .arg(&plan.shared_records)
                 .arg(&record_key.ptr)
                 .arg(&record_yx.ptr)
-                .arg(&record_cell.ptr)
                 .arg(&record_rank.ptr)
                 .arg(&plan.kept.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
-                .launch(LaunchConfig {
-                    shared_mem_bytes: plan.shared_records as u32 * SELECT_RECORD_BYTES as u32,
-                    ..per_level
-                })?;
+                .launch(place)?;
             let (train, n_train) = self
                 .train
                 .as_ref()

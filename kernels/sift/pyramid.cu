@@ -116,6 +116,34 @@ __device__ __forceinline__ void load_interior(const T* source, int pitch, int st
     }
 }
 
+#if __CUDA_ARCH__ >= 800
+// The same load from a float plane as asynchronous copies straight into shared
+// memory (cp.async, sm_80 and later): every element of the tile is in flight at once
+// and none passes through a register, so the register-capped kernels do not spill
+// for it. Returns once this thread's copies have landed; the caller's barrier
+// publishes them to the block.
+template <int MAXR>
+__device__ __forceinline__ void copy_interior_async(const float* source, int pitch, int step,
+                                                    float* input, int stride, int span_x,
+                                                    int span_y) {
+    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
+    for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const int rx = lane + 32 * c;
+            if (rx < span_x)
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
+                                 shared_input + 4u * (unsigned)(ry * stride + rx)),
+                             "l"(source + ry * pitch + rx * step)
+                             : "memory");
+        }
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+#endif
+
 // The two passes over one tile already in shared memory, for radii up to MAXR: each
 // thread keeps a window of RUN + 2 R inputs in registers and sums RUN outputs from it
 // (one shared load per input instead of 2 R per output). The window is placed so
@@ -212,8 +240,13 @@ __device__ __forceinline__ void blur_dog_stage(
                 load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, stride, span_x,
                                                span_y);
             else
+#if __CUDA_ARCH__ >= 800
+                copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
+                                          stride, span_x, span_y);
+#else
                 load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step,
                                                input, stride, span_x, span_y);
+#endif
         } else {
             for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
                 int ry = k / span_x, rx = k - ry * span_x;

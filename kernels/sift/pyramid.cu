@@ -267,13 +267,13 @@ __device__ __forceinline__ void blur_dog_stage(
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's largest radius.
-// The radius-8 kernel is held to 64 registers (4 blocks/SM, a 40-byte spill with two
-// rows of loads in flight): measured no slower on the full GPU and 5 % faster on 8 SMs
-// than 80 registers and 3 blocks/SM (with one load in flight, perf/RESULTS.md).
-// Radius 16 comes twice: at 3 blocks/SM (80 registers, a 96-byte spill, one row of
-// loads in flight: two rows spill 120 bytes) for stages with tiles for every block of
-// its grid, where more blocks hide more latency, and at 2 blocks/SM for the others,
-// where the spill only adds to each tile (perf/RESULTS.md).
+// The radius-8 kernel is held to 64 registers (4 blocks/SM; on sm_90 a 32-byte spill,
+// 40 bytes on sm_72 with two rows of register loads in flight): measured no slower on
+// the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM (with one load
+// in flight, perf/RESULTS.md). Radius 16 comes twice: at 3 blocks/SM (80 registers, a
+// 96-byte spill; LOAD_ROWS 1 there, as two rows of register loads spill 120 bytes) for
+// stages with tiles for every block of its grid, where more blocks hide more latency,
+// and at 2 blocks/SM for the others, where the spill only adds to each tile.
 #define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS)                                       \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \

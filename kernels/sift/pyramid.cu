@@ -84,6 +84,66 @@ __device__ __forceinline__ float source_value(
     }
 }
 
+// The load of a tile away from the borders (most of a big octave's tiles), a warp per
+// row and its lanes along the row (coalesced): each thread issues the loads of
+// LOAD_ROWS rows before its first store to shared memory, so up to LOAD_ROWS x
+// (row span / 32) loads are in flight per thread instead of one (the big octaves'
+// stages waited on load latency, not bandwidth). `source` is the tile's first
+// element; a row is `pitch` elements below the one above it, a column `step` right.
+template <int MAXR, int LOAD_ROWS, typename T>
+__device__ __forceinline__ void load_interior(const T* source, int pitch, int step, float* input,
+                                              int stride, int span_x, int span_y) {
+    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (int row0 = (threadIdx.x >> 5) * LOAD_ROWS; row0 < span_y; row0 += warps * LOAD_ROWS) {
+        float v[LOAD_ROWS][COLS];
+#pragma unroll
+        for (int i = 0; i < LOAD_ROWS; ++i) {
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                const int ry = row0 + i, rx = lane + 32 * c;
+                if (ry < span_y && rx < span_x) v[i][c] = (float)source[ry * pitch + rx * step];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < LOAD_ROWS; ++i) {
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                const int ry = row0 + i, rx = lane + 32 * c;
+                if (ry < span_y && rx < span_x) input[ry * stride + rx] = v[i][c];
+            }
+        }
+    }
+}
+
+#if __CUDA_ARCH__ >= 800
+// The same load from a float plane as asynchronous copies straight into shared
+// memory (cp.async, sm_80 and later): every element of the tile is in flight at once
+// and none passes through a register, so the register-capped kernels do not spill
+// for it. Returns once this thread's copies have landed; the caller's barrier
+// publishes them to the block.
+template <int MAXR>
+__device__ __forceinline__ void copy_interior_async(const float* source, int pitch, int step,
+                                                    float* input, int stride, int span_x,
+                                                    int span_y) {
+    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
+    for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const int rx = lane + 32 * c;
+            if (rx < span_x)
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
+                                 shared_input + 4u * (unsigned)(ry * stride + rx)),
+                             "l"(source + ry * pitch + rx * step)
+                             : "memory");
+        }
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+#endif
+
 // The two passes over one tile already in shared memory, for radii up to MAXR: each
 // thread keeps a window of RUN + 2 R inputs in registers and sums RUN outputs from it
 // (one shared load per input instead of 2 R per output). The window is placed so
@@ -154,7 +214,7 @@ __device__ __forceinline__ void blur_tile(
 // for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
 // largest radius of the pipeline (`max_radius`), rows padded to an odd stride, and
 // the horizontal pass.
-template <int MAXR>
+template <int MAXR, int LOAD_ROWS>
 __device__ __forceinline__ void blur_dog_stage(
     const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
@@ -171,14 +231,32 @@ __device__ __forceinline__ void blur_dog_stage(
         const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
         const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
                             y0 + th + r <= job.height;
-        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
-            int ry = k / span_x, rx = k - ry * span_x;
-            int y = y0 + ry - r, x = x0 + rx - r;
-            if (!inside) {
-                y = reflect101_repeated(y, job.height);
-                x = reflect101_repeated(x, job.width);
+        if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
+            // The source's row pitch and column step, in its elements.
+            const bool halved = job.source == SOURCE_PLANE_HALVED;
+            const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
+            const int first = (y0 - r) * pitch + (x0 - r) * step;
+            if (job.source == SOURCE_FRAME)
+                load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, stride, span_x,
+                                               span_y);
+            else
+#if __CUDA_ARCH__ >= 800
+                copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
+                                          stride, span_x, span_y);
+#else
+                load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step,
+                                               input, stride, span_x, span_y);
+#endif
+        } else {
+            for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
+                int ry = k / span_x, rx = k - ry * span_x;
+                int y = y0 + ry - r, x = x0 + rx - r;
+                if (!inside) {
+                    y = reflect101_repeated(y, job.height);
+                    x = reflect101_repeated(x, job.width);
+                }
+                input[ry * stride + rx] = source_value(job, frame, pyramid, x, y);
             }
-            input[ry * stride + rx] = source_value(job, frame, pyramid, x, y);
         }
         __syncthreads();
         const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
@@ -189,18 +267,21 @@ __device__ __forceinline__ void blur_dog_stage(
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's largest radius.
-// The radius-8 kernel is held to 64 registers (4 blocks/SM, a 24-byte spill): measured
-// no slower on the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM.
-// Radius 16 comes twice: at 3 blocks/SM (80 registers, a 104-byte spill) for stages
-// with tiles for every block of its grid, where more blocks hide more latency, and at
-// 2 blocks/SM for the others, where the spill only adds to each tile (perf/RESULTS.md).
-#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS)                                                 \
+// The radius-8 kernel is held to 64 registers (4 blocks/SM; on sm_90 a 32-byte spill,
+// 40 bytes on sm_72 with two rows of register loads in flight): measured no slower on
+// the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM (with one load
+// in flight, perf/RESULTS.md). Radius 16 comes twice: at 3 blocks/SM (80 registers, a
+// 96-byte spill; LOAD_ROWS 1 there, as two rows of register loads spill 120 bytes) for
+// stages with tiles for every block of its grid, where more blocks hide more latency,
+// and at 2 blocks/SM for the others, where the spill only adds to each tile.
+#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS)                                       \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
-        blur_dog_stage<MAXR>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid, taps);       \
+        blur_dog_stage<MAXR, LOAD_ROWS>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid,  \
+                                        taps);                                                  \
     }
-BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2)
-BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3)
-BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1)
+BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4, 2)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2, 2)
+BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3, 1)
+BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2)

@@ -113,7 +113,8 @@ impl Gpu {
         Ok((ctx, stream, granted))
     }
 
-    /// The device as reports name it: "NVIDIA H200 (8 SMs, green context)" when limited.
+    /// The device as reports and `orbsift bench` name it: "NVIDIA H200 (8 SMs, green
+    /// context)" when limited.
     pub fn label(&self) -> String {
         match self.confinement {
             SmConfinement::Whole => self.name.clone(),

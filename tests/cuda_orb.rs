@@ -10,6 +10,7 @@ use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
 
+use common::confinement::assert_green_context;
 use common::frames::{load, resized, ORB_IMAGES};
 
 const SIZES: [(u32, u32); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
@@ -213,6 +214,7 @@ fn sm_limit_and_repeated_frames_give_identical_results() {
     let image = resized(&load("graf1.png"), (1920, 1080));
     let mut full = CudaOrbExtractor::new(config.clone(), MemoryMode::Device, None).unwrap();
     let mut eight = CudaOrbExtractor::new(config, MemoryMode::Device, Some(8)).unwrap();
+    assert_green_context(&eight, 8);
     let first = full.extract(&image).unwrap();
     for _ in 0..5 {
         assert_eq!(

@@ -12,6 +12,7 @@ use orbsift::cpu::sift::SiftExtractor;
 use orbsift::cuda::CudaSiftExtractor;
 use orbsift::{Config, Extractor, Features, GrayImage, SiftConfig};
 
+use common::confinement::assert_green_context;
 use common::frames::{load, resized};
 use common::invariance::angle_difference;
 
@@ -227,6 +228,7 @@ fn sm_limit_repeated_frames_and_memory_modes_give_identical_results() {
     full.extract(&other).unwrap();
     assert_eq!(full.extract(&image).unwrap(), first, "after a size change");
     let mut eight = gpu(&config, MemoryMode::Device, Some(8));
+    assert_green_context(&eight, 8);
     assert_eq!(
         eight.extract(&image).unwrap(),
         first,

@@ -63,7 +63,7 @@ enum Command {
         /// CPU threads (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
-        /// Run the GPU pipeline on this many SMs only (CUDA backend).
+        /// Run the GPU pipeline on this many SMs only, in a green context (CUDA backend).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         sm_limit: Option<u32>,
     },

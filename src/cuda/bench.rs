@@ -95,13 +95,6 @@ fn first_frame(frames: &[GrayImage]) -> Result<&GrayImage> {
         .ok_or_else(|| Error::InvalidImage("no frame to time".into()))
 }
 
-fn device_label(name: String, sm_limit: Option<u32>) -> String {
-    format!(
-        "{name}{}",
-        sm_limit.map_or(String::new(), |n| format!(" ({n} SMs)"))
-    )
-}
-
 /// Times `iterations` frames rotating over `frames` (all one size) after `warmup`
 /// frames, first alone, then with the first frame's descriptors as resident train set.
 pub fn bench_orb(
@@ -127,7 +120,7 @@ pub fn bench_orb(
     let extract_ms_median = median(&mut alone.extract);
     Ok(GpuBench {
         algo: "orb",
-        device: device_label(gpu.device_name(), sm_limit),
+        device: gpu.device_name(),
         width: first.width(),
         height: first.height(),
         features: alone.features,
@@ -227,7 +220,7 @@ pub fn bench_sift(
     let extract_ms_median = median(&mut timed.extract);
     Ok(GpuBench {
         algo: "sift",
-        device: device_label(gpu.device_name(), sm_limit),
+        device: gpu.device_name(),
         width: first.width(),
         height: first.height(),
         features: timed.features,

@@ -11,6 +11,7 @@ use cudarc::nvrtc::Ptx;
 use crate::config::MemoryMode;
 use crate::cuda::availability::availability;
 use crate::cuda::compiler::Arch;
+use crate::cuda::green::{self, SmConfinement};
 use crate::cuda::modules::{cache_dir, MODULES};
 use crate::error::{Error, Result};
 
@@ -19,7 +20,11 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     pub name: String,
     pub arch: Arch,
+    /// SMs the pipeline runs on and sizes its persistent grids to: the device's, or
+    /// what `--sm-limit` got (see `confinement`).
     pub sm_count: u32,
+    /// How `sm_count` is enforced when it is below the device's.
+    pub confinement: SmConfinement,
     /// Shares memory with the host (Jetson): `memory: auto` then means unified.
     pub integrated: bool,
     modules: HashMap<&'static str, Arc<CudaModule>>,
@@ -27,14 +32,37 @@ pub struct Gpu {
 
 impl Gpu {
     /// Opens device `ordinal` and loads every kernel module (compiled, or from the cache).
-    pub fn open(ordinal: usize) -> Result<Self> {
+    /// With `sm_limit` below the device's SM count the pipeline runs in a green context
+    /// of that many SMs; where none can be made, it falls back to sizing the grids
+    /// only, and says so in a warning.
+    pub fn open(ordinal: usize, sm_limit: Option<u32>) -> Result<Self> {
         availability()?;
-        let ctx = CudaContext::new(ordinal)?;
-        // SAFETY: each pipeline uses one stream and orders its own work; buffers are
-        // raw allocations freed only after the stream is synchronised, so cudarc's
-        // per-allocation event tracking is not needed.
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream()?;
+        let device_sms = cudarc::driver::result::device::get(ordinal as i32).and_then(|device| {
+            // SAFETY: `device` is a valid ordinal's handle; a plain attribute query.
+            unsafe {
+                cudarc::driver::result::device::get_attribute(
+                    device,
+                    Attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                )
+            }
+        })? as u32;
+        let (ctx, stream, sm_count, confinement) = match green::limits(sm_limit, device_sms) {
+            None => {
+                let (ctx, stream) = Self::context_and_stream(CudaContext::new(ordinal)?)?;
+                (ctx, stream, device_sms, SmConfinement::Whole)
+            }
+            Some(limit) => match Self::green(ordinal, limit) {
+                Ok((ctx, stream, granted)) => (ctx, stream, granted, SmConfinement::GreenContext),
+                Err(reason) => {
+                    log::warn!(
+                        "--sm-limit {limit}: no green context ({reason}); only the grids are \
+                         sized to {limit} SMs, the work still spreads over all {device_sms}"
+                    );
+                    let (ctx, stream) = Self::context_and_stream(CudaContext::new(ordinal)?)?;
+                    (ctx, stream, limit, SmConfinement::GridOnly)
+                }
+            },
+        };
         let (major, minor) = ctx.compute_capability()?;
         let arch = Arch {
             major: major as u32,
@@ -53,13 +81,45 @@ impl Gpu {
         }
         Ok(Self {
             name: ctx.name()?,
-            sm_count: ctx.attribute(Attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            sm_count,
+            confinement,
             integrated: ctx.attribute(Attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1,
             ctx,
             stream,
             arch,
             modules,
         })
+    }
+
+    /// The pipeline's context (event tracking off) and its one stream.
+    fn context_and_stream(ctx: Arc<CudaContext>) -> Result<(Arc<CudaContext>, Arc<CudaStream>)> {
+        // SAFETY: each pipeline uses one stream and orders its own work; buffers are
+        // raw allocations freed only after the stream is synchronised, so cudarc's
+        // per-allocation event tracking is not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream()?;
+        Ok((ctx, stream))
+    }
+
+    /// A green context of at least `sms` SMs with its stream, and the SMs it got.
+    fn green(
+        ordinal: usize,
+        sms: u32,
+    ) -> std::result::Result<(Arc<CudaContext>, Arc<CudaStream>, u32), String> {
+        let (ctx, granted) = green::green_context(ordinal, sms)?;
+        let (ctx, stream) =
+            Self::context_and_stream(ctx).map_err(|e| format!("its stream: {e}"))?;
+        green::check_stream_is_green(&stream)?;
+        Ok((ctx, stream, granted))
+    }
+
+    /// The device as reports and `orbsift bench` name it: "NVIDIA H200 (8 SMs, green
+    /// context)" when limited.
+    pub fn label(&self) -> String {
+        match self.confinement {
+            SmConfinement::Whole => self.name.clone(),
+            ref how => format!("{} ({} SMs, {})", self.name, self.sm_count, how.describe()),
+        }
     }
 
     /// Whether a pipeline opened with `memory` keeps its frames in unified memory here.
@@ -72,13 +132,17 @@ impl Gpu {
     }
 
     /// The one line a pipeline logs when it opens on this GPU.
-    pub fn log_pipeline(&self, pipeline: &str, sm_limit: Option<u32>, unified: bool) {
+    pub fn log_pipeline(&self, pipeline: &str, unified: bool) {
         log::info!(
             "{pipeline} on {} ({}, {} SMs{}), {} memory",
             self.name,
             self.arch,
             self.sm_count,
-            sm_limit.map_or(String::new(), |n| format!(", limited to {n}")),
+            match self.confinement {
+                SmConfinement::Whole => "",
+                SmConfinement::GreenContext => " in a green context",
+                SmConfinement::GridOnly => " by grid sizing only",
+            },
             if unified { "unified" } else { "device" }
         );
     }
@@ -104,15 +168,9 @@ impl Gpu {
     }
 
     /// Blocks of a persistent grid for `function`: as many as the occupancy API says
-    /// fit on one SM, times the SMs used (all, or `sm_limit`).
-    pub fn persistent_blocks(
-        &self,
-        function: &CudaFunction,
-        block: u32,
-        sm_limit: Option<u32>,
-    ) -> Result<u32> {
+    /// fit on one SM, times the SMs the pipeline runs on.
+    pub fn persistent_blocks(&self, function: &CudaFunction, block: u32) -> Result<u32> {
         let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(block, 0, None)?;
-        let sms = sm_limit.map_or(self.sm_count, |n| n.clamp(1, self.sm_count));
-        Ok(per_sm.max(1) * sms)
+        Ok(per_sm.max(1) * self.sm_count)
     }
 }

@@ -89,9 +89,9 @@ pub struct CudaL2Matcher {
 
 impl CudaL2Matcher {
     pub fn new() -> Result<Self> {
-        let gpu = Gpu::open(0)?;
+        let gpu = Gpu::open(0, None)?;
         let knn2 = gpu.function("match_l2", "match_l2_knn2")?;
-        let resident_blocks = gpu.persistent_blocks(&knn2, THREADS, None)?;
+        let resident_blocks = gpu.persistent_blocks(&knn2, THREADS)?;
         let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
             merge: gpu.function("match_l2", "match_l2_merge")?,

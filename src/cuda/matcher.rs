@@ -87,7 +87,7 @@ fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
 
 impl CudaHammingMatcher {
     pub fn new() -> Result<Self> {
-        let gpu = Gpu::open(0)?;
+        let gpu = Gpu::open(0, None)?;
         Ok(Self {
             knn2: gpu.function("match_hamming", "match_hamming_knn2")?,
             cross_check: gpu.function("match_hamming", "match_cross_check")?,

@@ -8,6 +8,7 @@ pub mod availability;
 pub mod bench;
 pub mod compiler;
 pub mod gpu;
+pub mod green;
 pub mod kernels_command;
 pub mod l2_matcher;
 pub mod matcher;

@@ -228,7 +228,6 @@ pub struct CudaOrbExtractor {
     config: OrbConfig,
     gpu: Gpu,
     unified: bool,
-    sm_limit: Option<u32>,
     use_graph: bool,
     kernels: Kernels,
     constants: Constants,
@@ -241,7 +240,7 @@ pub struct CudaOrbExtractor {
 }
 
 impl CudaOrbExtractor {
-    /// Opens GPU 0. `sm_limit` sizes every grid to that many SMs (Jetson-class runs).
+    /// Opens GPU 0. `sm_limit` runs it on that many SMs (Jetson-class runs; see `Gpu::open`).
     pub fn new(config: OrbConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
         config.validate()?;
         if config.distribution != Distribution::Grid {
@@ -249,7 +248,7 @@ impl CudaOrbExtractor {
                 "the CUDA ORB backend implements `distribution: grid` only (top_response runs on the CPU backend)".into(),
             ));
         }
-        let gpu = Gpu::open(0)?;
+        let gpu = Gpu::open(0, sm_limit)?;
         let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
@@ -263,14 +262,13 @@ impl CudaOrbExtractor {
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
-        gpu.log_pipeline("CUDA ORB", sm_limit, unified);
+        gpu.log_pipeline("CUDA ORB", unified);
         let events = gpu.frame_events()?;
         Ok(Self {
             events,
             config,
             gpu,
             unified,
-            sm_limit,
             use_graph: std::env::var_os("ORBSIFT_NO_GRAPH").is_none(),
             kernels,
             constants,
@@ -492,7 +490,7 @@ impl CudaOrbExtractor {
         let k = &self.kernels;
         let stream = &self.gpu.stream;
         let n_levels = plan.geometry.len() as i32;
-        let grid_of = |f: &CudaFunction| self.gpu.persistent_blocks(f, BLOCK, self.sm_limit);
+        let grid_of = |f: &CudaFunction| self.gpu.persistent_blocks(f, BLOCK);
         let cfg = |blocks: u32, threads: u32| LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
@@ -519,7 +517,7 @@ impl CudaOrbExtractor {
         let cell_block = LaunchConfig {
             grid_dim: (
                 self.gpu
-                    .persistent_blocks(&k.cell_candidates, CELL_THREADS, self.sm_limit)?
+                    .persistent_blocks(&k.cell_candidates, CELL_THREADS)?
                     .min(plan.total_cells as u32)
                     .max(1),
                 1,
@@ -585,13 +583,7 @@ impl CudaOrbExtractor {
             // level's records; the whole grid computes their Harris keys, their ranks
             // in their cells, and their places in the output.
             let per_level = LaunchConfig {
-                grid_dim: (
-                    self.sm_limit
-                        .map_or(n_levels as u32, |limit| limit.clamp(1, n_levels as u32))
-                        .max(1),
-                    1,
-                    1,
-                ),
+                grid_dim: ((n_levels as u32).min(self.gpu.sm_count).max(1), 1, 1),
                 block_dim: (SELECT_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
@@ -625,8 +617,7 @@ impl CudaOrbExtractor {
                     .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
             }
             let ranks = cfg(
-                self.gpu
-                    .persistent_blocks(&k.record_ranks, RANK_THREADS, self.sm_limit)?,
+                self.gpu.persistent_blocks(&k.record_ranks, RANK_THREADS)?,
                 RANK_THREADS,
             );
             stream
@@ -640,8 +631,7 @@ impl CudaOrbExtractor {
                 .arg(&record_rank.ptr)
                 .launch(ranks)?;
             let place = cfg(
-                self.gpu
-                    .persistent_blocks(&k.record_place, RANK_THREADS, self.sm_limit)?,
+                self.gpu.persistent_blocks(&k.record_place, RANK_THREADS)?,
                 RANK_THREADS,
             );
             stream
@@ -663,9 +653,7 @@ impl CudaOrbExtractor {
                 .train
                 .as_ref()
                 .map_or((null, 0), |t| (t.buffer.ptr, t.len));
-            let sms = self
-                .sm_limit
-                .map_or(self.gpu.sm_count, |n| n.clamp(1, self.gpu.sm_count));
+            let sms = self.gpu.sm_count;
             let describe_blocks = k
                 .describe
                 .occupancy_max_active_blocks_per_multiprocessor(
@@ -888,6 +876,6 @@ impl Extractor for CudaOrbExtractor {
     }
 
     fn device_name(&self) -> String {
-        self.gpu.name.clone()
+        self.gpu.label()
     }
 }

@@ -2,6 +2,7 @@
 // Each test crate compiles this module and uses only part of it.
 #![allow(dead_code)]
 
+pub mod confinement;
 pub mod frames;
 pub mod invariance;
 pub mod peer;

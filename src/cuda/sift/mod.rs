@@ -50,7 +50,7 @@ pub struct CudaSiftExtractor {
 }
 
 impl CudaSiftExtractor {
-    /// Opens GPU 0. `sm_limit` sizes every grid to that many SMs (Jetson-class runs).
+    /// Opens GPU 0. `sm_limit` runs it on that many SMs (Jetson-class runs; see `Gpu::open`).
     pub fn new(config: SiftConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
         config.validate()?;
         if config.upscale && config.precise_upscale {
@@ -61,10 +61,10 @@ impl CudaSiftExtractor {
             ));
         }
         let taps = Taps::new(&config)?;
-        let gpu = Gpu::open(0)?;
+        let gpu = Gpu::open(0, sm_limit)?;
         let unified = gpu.uses_unified(memory);
-        let kernels = Kernels::load(&gpu, sm_limit, taps.blur_shared_bytes())?;
-        gpu.log_pipeline("CUDA SIFT", sm_limit, unified);
+        let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
+        gpu.log_pipeline("CUDA SIFT", unified);
         let events = gpu.frame_events()?;
         Ok(Self {
             events,
@@ -274,6 +274,6 @@ impl Extractor for CudaSiftExtractor {
     }
 
     fn device_name(&self) -> String {
-        self.gpu.name.clone()
+        self.gpu.label()
     }
 }

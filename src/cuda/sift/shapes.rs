@@ -1,6 +1,6 @@
 //! The SIFT kernels, looked up once, and their launch shapes from the occupancy API:
 //! block sizes from `cuOccupancyMaxPotentialBlockSize` (with each kernel's shared
-//! memory per block), persistent grids of blocks-per-SM x SMs (all, or `--sm-limit`).
+//! memory per block), persistent grids of blocks-per-SM x the SMs the pipeline runs on (all, or `--sm-limit`).
 
 use std::ffi::c_int;
 
@@ -95,8 +95,8 @@ impl Kernels {
         }
     }
 
-    pub fn load(gpu: &Gpu, sm_limit: Option<u32>, blur_shared: u32) -> Result<Self> {
-        let sms = sm_limit.map_or(gpu.sm_count, |n| n.clamp(1, gpu.sm_count));
+    pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
+        let sms = gpu.sm_count;
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {

@@ -231,6 +231,15 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
     }
 }
 
+// The level table and each level's number of records, into the block's shared memory
+// (the caller synchronises).
+__device__ __forceinline__ void load_level_records(OrbLevel* levels, unsigned int* counts,
+                                                   const OrbLevel* level_table,
+                                                   const unsigned int* level_records, int n_levels) {
+    load_levels(levels, level_table, n_levels);
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+}
+
 // The Harris keys of every level's records, spread over the whole grid: the records
 // of all levels are numbered one after the other, and each is keyed by 8 lanes of a
 // warp, lane r summing window row r - 3 (lane 7 none), so a record's 81 pixel loads
@@ -244,8 +253,7 @@ extern "C" __global__ void orb_record_keys(
     long long* __restrict__ record_key) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    load_level_records(levels, counts, level_table, level_records, n_levels);
     __syncthreads();
     unsigned int total = 0;
     for (int l = 0; l < n_levels; ++l) total += counts[l];
@@ -343,8 +351,7 @@ extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(
     unsigned int* __restrict__ record_rank) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    load_level_records(levels, counts, level_table, level_records, n_levels);
     __syncthreads();
     count_records_before(
         levels, counts, n_levels,

@@ -654,15 +654,9 @@ impl CudaOrbExtractor {
                 .as_ref()
                 .map_or((null, 0), |t| (t.buffer.ptr, t.len));
             let sms = self.gpu.sm_count;
-            let describe_blocks = k
-                .describe
-                .occupancy_max_active_blocks_per_multiprocessor(
-                    DESCRIBE_THREADS,
-                    DESCRIBE_SHARED_BYTES as usize,
-                    None,
-                )?
-                .max(1)
-                * sms;
+            let describe_blocks =
+                self.gpu
+                    .resident_blocks(&k.describe, DESCRIBE_THREADS, DESCRIBE_SHARED_BYTES)?;
             // Keypoints per block: as few as spread `n_features` over every SM, at most
             // one per lane.
             let per_block = (plan.capacity as u32).div_ceil(sms).clamp(1, WARP);

@@ -96,7 +96,6 @@ impl Kernels {
     }
 
     pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
-        let sms = gpu.sm_count;
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {
@@ -105,14 +104,9 @@ impl Kernels {
                     shared as i32,
                 )?;
             }
-            let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
-                threads,
-                shared as usize,
-                None,
-            )?;
             Ok(Launch {
+                blocks: gpu.resident_blocks(&function, threads, shared)?,
                 function,
-                blocks: per_sm.max(1) * sms,
                 threads,
                 shared,
             })
@@ -128,14 +122,9 @@ impl Kernels {
             // Warp-per-item kernels need whole warps.
             let threads = (threads / WARP).max(1) * WARP;
             let shared = shared_of(threads as c_int) as u32;
-            let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
-                threads,
-                shared as usize,
-                None,
-            )?;
             Ok(Launch {
+                blocks: gpu.resident_blocks(&function, threads, shared)?,
                 function,
-                blocks: per_sm.max(1) * sms,
                 threads,
                 shared,
             })
@@ -167,7 +156,7 @@ impl Kernels {
                 BLUR_THREADS,
                 blur_shared,
             )?,
-            sms: sms as usize,
+            sms: gpu.sm_count as usize,
             extrema: sized(
                 "sift_extrema",
                 "sift_extrema",

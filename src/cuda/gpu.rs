@@ -116,9 +116,9 @@ impl Gpu {
     /// The device as reports and `orbsift bench` name it: "NVIDIA H200 (8 SMs, green
     /// context)" when limited.
     pub fn label(&self) -> String {
-        match self.confinement {
-            SmConfinement::Whole => self.name.clone(),
-            ref how => format!("{} ({} SMs, {})", self.name, self.sm_count, how.describe()),
+        match self.confinement.describe() {
+            None => self.name.clone(),
+            Some(how) => format!("{} ({} SMs, {how})", self.name, self.sm_count),
         }
     }
 
@@ -138,11 +138,9 @@ impl Gpu {
             self.name,
             self.arch,
             self.sm_count,
-            match self.confinement {
-                SmConfinement::Whole => "",
-                SmConfinement::GreenContext => " in a green context",
-                SmConfinement::GridOnly => " by grid sizing only",
-            },
+            self.confinement
+                .describe()
+                .map_or(String::new(), |how| format!(", {how}")),
             if unified { "unified" } else { "device" }
         );
     }

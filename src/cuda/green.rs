@@ -29,12 +29,13 @@ pub enum SmConfinement {
 }
 
 impl SmConfinement {
-    /// What a device label adds after the SM count ("8 SMs, green context").
-    pub fn describe(&self) -> &'static str {
+    /// What a device label and the opening log line add after the SM count ("8 SMs,
+    /// green context"); nothing for the whole device.
+    pub fn describe(&self) -> Option<&'static str> {
         match self {
-            Self::Whole => "all",
-            Self::GreenContext => "green context",
-            Self::GridOnly => "grid sizing only",
+            Self::Whole => None,
+            Self::GreenContext => Some("green context"),
+            Self::GridOnly => Some("grid sizing only"),
         }
     }
 }

@@ -47,6 +47,12 @@ const SELECT_THREADS: u32 = 1024;
 /// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
+/// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
+/// kernels/orb/pyramid.cu).
+const RESIZE_RUN: usize = 128;
+/// Words of the pyramid's grid barrier: the arrival counter, then the generation on
+/// its own 128-byte line (kernels/common/grid_barrier.cuh).
+const GRID_BARRIER_WORDS: usize = 33;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
 /// Bins of a level's FAST-score histogram (`ORB_SCORE_BINS` in kernels/orb/select.cu).
@@ -91,6 +97,21 @@ pub struct Knn2 {
 }
 
 /// Keypoint positions are packed as 16-bit x and y.
+/// Blocks of `orb_pyramid` that its largest resized level keeps busy: one warp per
+/// run of RESIZE_RUN pixels of a row. More blocks would only wait at its barriers.
+fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
+    let runs = geometry
+        .iter()
+        .skip(1)
+        .map(|g| g.width.div_ceil(RESIZE_RUN) * g.height)
+        .max()
+        .unwrap_or(0);
+    let warps_per_block = (BLOCK / WARP) as usize;
+    u32::try_from(runs.div_ceil(warps_per_block))
+        .unwrap_or(u32::MAX)
+        .max(1)
+}
+
 fn check_size(image: &GrayImage) -> Result<()> {
     if image.width() > 0xffff || image.height() > 0xffff {
         return Err(Error::InvalidImage(format!(
@@ -440,7 +461,7 @@ impl CudaOrbExtractor {
         let cells = cells.max(1);
         let slots = slots.max(1);
         let counters = n_levels + n_levels * SCORE_BINS;
-        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
+        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
         Ok(Plan {
             width,
             height,
@@ -541,7 +562,7 @@ impl CudaOrbExtractor {
                 plan.width * plan.height,
                 stream.cu_stream(),
             )?;
-            let blocks = grid_of(&k.pyramid)?;
+            let blocks = grid_of(&k.pyramid)?.min(pyramid_blocks(&plan.geometry));
             stream
                 .launch_builder(&k.pyramid)
                 .arg(&plan.levels.ptr)

@@ -894,3 +894,19 @@ impl Extractor for CudaOrbExtractor {
         self.gpu.label()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyramid_grid_covers_the_largest_resized_level_only() {
+        // 640x480 at scale 1.2: level 1 is 533x400, five runs of 128 pixels a row,
+        // eight warps a block.
+        let geometry = level_geometry(640, 480, 8, 1.2);
+        assert_eq!((geometry[1].width, geometry[1].height), (533, 400));
+        assert_eq!(pyramid_blocks(&geometry), 5 * 400 / 8);
+        // No resized level: one block, which meets no barrier.
+        assert_eq!(pyramid_blocks(&level_geometry(640, 480, 1, 1.2)), 1);
+    }
+}

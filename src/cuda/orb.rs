@@ -9,9 +9,10 @@
 //! builders, uploaded as they are.
 
 use std::mem::size_of;
+use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
 use crate::cpu::blur::GAUSSIAN_TAPS;
@@ -47,6 +48,10 @@ const SELECT_THREADS: u32 = 1024;
 /// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
+/// The pixel tile of one `orb_fast_score` work item (SCORE_TILE_W, SCORE_TILE_H in
+/// kernels/orb/detect.cu).
+const SCORE_TILE_W: usize = 64;
+const SCORE_TILE_H: usize = 32;
 /// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
 /// kernels/orb/pyramid.cu).
 const RESIZE_RUN: usize = 128;
@@ -258,6 +263,10 @@ pub struct CudaOrbExtractor {
     last_timing: FrameTiming,
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
+    /// Runs level 0's FAST beside the pyramid (`enqueue`).
+    side_stream: Arc<CudaStream>,
+    /// Level 0 copied into the pyramid; level 0's FAST done.
+    branch_events: [CudaEvent; 2],
 }
 
 impl CudaOrbExtractor {
@@ -285,8 +294,13 @@ impl CudaOrbExtractor {
         };
         gpu.log_pipeline("CUDA ORB", unified);
         let events = gpu.frame_events()?;
+        let side_stream = gpu.side_stream()?;
+        let branch_event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING));
+        let branch_events = [branch_event()?, branch_event()?];
         Ok(Self {
             events,
+            side_stream,
+            branch_events,
             config,
             gpu,
             unified,
@@ -562,7 +576,38 @@ impl CudaOrbExtractor {
                 plan.width * plan.height,
                 stream.cu_stream(),
             )?;
-            let blocks = grid_of(&k.pyramid)?.min(pyramid_blocks(&plan.geometry));
+            // FAST on levels first..n_levels - 1 (kernels/orb/detect.cu).
+            let fast_score = |on: &CudaStream, first: i32, n_levels: i32, blocks: u32| {
+                on.launch_builder(&k.fast_score)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&first)
+                    .arg(&n_levels)
+                    .arg(&self.constants.arc.ptr)
+                    .arg(&min_threshold)
+                    .arg(&self.constants.smooth_taps.ptr)
+                    .arg(&plan.scores.ptr)
+                    .arg(&plan.smoothed.ptr)
+                    .launch(cfg(blocks, BLOCK))
+            };
+            // Level 0 is the frame: its FAST forks onto the side stream and runs while
+            // the pyramid resizes the other levels, filling the SMs its barriers leave
+            // idle; the two streams join before the cell scan. Each of the two takes at
+            // most half the blocks the device holds, so that they share the SMs rather
+            // than one waiting for the other to leave them.
+            let [copied, level0_done] = &self.branch_events;
+            copied.record(stream)?;
+            self.side_stream.wait(copied)?;
+            let level0_tiles =
+                plan.width.div_ceil(SCORE_TILE_W) * plan.height.div_ceil(SCORE_TILE_H);
+            let level0_blocks = (grid_of(&k.fast_score)? / 2)
+                .max(1)
+                .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
+            fast_score(&self.side_stream, 0, 1, level0_blocks)?;
+            level0_done.record(&self.side_stream)?;
+            let blocks = (grid_of(&k.pyramid)? / 2)
+                .max(1)
+                .min(pyramid_blocks(&plan.geometry));
             stream
                 .launch_builder(&k.pyramid)
                 .arg(&plan.levels.ptr)
@@ -571,17 +616,10 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.barrier.ptr)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
-            stream
-                .launch_builder(&k.fast_score)
-                .arg(&plan.pyramid.ptr)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&self.constants.arc.ptr)
-                .arg(&min_threshold)
-                .arg(&self.constants.smooth_taps.ptr)
-                .arg(&plan.scores.ptr)
-                .arg(&plan.smoothed.ptr)
-                .launch(cfg(grid_of(&k.fast_score)?, BLOCK))?;
+            if n_levels > 1 {
+                fast_score(stream, 1, n_levels, grid_of(&k.fast_score)?)?;
+            }
+            stream.wait(level0_done)?;
             stream
                 .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)

@@ -3,19 +3,25 @@
 // (cuLaunchCooperativeKernel), which refuses a grid larger than the device holds.
 #pragma once
 
-// `state[0]` counts arrivals (returns to 0 after each barrier), `state[1]` is the
-// generation; both start at 0 when the buffer is allocated.
+// Word of the generation: its own 128-byte line, so that the blocks polling it do not
+// queue behind the arrivals' atomics on the counter's line. Mirrors
+// GRID_BARRIER_WORDS - 1 in src/cuda/orb.rs.
+#define GRID_BARRIER_GENERATION 32
+
+// `state[0]` counts arrivals (returns to 0 after each barrier),
+// `state[GRID_BARRIER_GENERATION]` is the generation; both start at 0 when the buffer
+// is allocated.
 __device__ __forceinline__ void grid_barrier(unsigned int* state) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        volatile unsigned int* generation = state + 1;
+        volatile unsigned int* generation = state + GRID_BARRIER_GENERATION;
         unsigned int seen = *generation;
         __threadfence();
         unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
         if (atomicAdd(state, 1u) == blocks - 1) {
             state[0] = 0;
             __threadfence();
-            atomicAdd(state + 1, 1u);
+            atomicAdd(state + GRID_BARRIER_GENERATION, 1u);
         } else {
             while (*generation == seen) { __nanosleep(32); }
         }

@@ -182,10 +182,12 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
     }
 }
 
-// s(p) for every pixel of every level (0 outside the ring-safe area and for pixels
-// that are no corner at `threshold`, the lowest threshold any cell uses), and the
-// smoothed levels the descriptors sample, from the same staged tiles. Blocks take
-// (level, tile) work items in turn (a persistent grid). Each warp works on its own
+// s(p) for every pixel of levels first_level .. n_levels - 1 (0 outside the ring-safe
+// area and for pixels that are no corner at `threshold`, the lowest threshold any cell
+// uses), and the smoothed levels the descriptors sample, from the same staged tiles.
+// Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
+// resized levels after it. Blocks take (level, tile) work items in turn (a persistent
+// grid). Each warp works on its own
 // pixels in three steps, each compacting its survivors into the warp's shared-memory
 // list (__ballot_sync): OpenCV's 5-pixel pre-test; the decision by bright/dark masks
 // and the 65,536-bit arc table staged in shared memory; the score, of corners only.
@@ -198,6 +200,7 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
+    int first_level,  // levels first_level .. n_levels - 1
     int n_levels,
     const unsigned int* __restrict__ arc_bits,
     int threshold,
@@ -219,7 +222,8 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     unsigned short* list = candidates[warp];
 
     LevelTile tile;
-    for (int item = blockIdx.x; level_tile(levels, 0, n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
+    for (int item = blockIdx.x;
+         level_tile(levels, first_level, n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
          item += gridDim.x) {
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;

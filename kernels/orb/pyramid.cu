@@ -7,7 +7,9 @@
 // launched cooperatively with a grid the device holds at once and waits at a grid-wide
 // barrier after each level (a variant that resized two levels per phase, recomputing
 // the first one's pixels, saved barriers but cost more loads than they did:
-// perf/RESULTS.md, helper orbcuda).
+// perf/RESULTS.md, helper orbcuda). The grid is no larger than the largest level's
+// runs of pixels need (src/cuda/orb.rs): a block without a run only adds an arrival
+// to every barrier, and at 640x480 the H200 holds four times more blocks than that.
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
 
@@ -47,6 +49,7 @@ __device__ __forceinline__ unsigned int resized_pixel(const unsigned char* src, 
                  stored_pixel(src, src_width, tx.src, y1), stored_pixel(src, src_width, x1, y1), tx, ty);
 }
 
+// Mirrors RESIZE_RUN in src/cuda/orb.rs, which sizes the grid to level 1's runs.
 #define RESIZE_RUN 128
 
 extern "C" __global__ void orb_pyramid(

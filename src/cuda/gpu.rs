@@ -145,6 +145,16 @@ impl Gpu {
         );
     }
 
+    /// A second stream in the pipeline's context, for work that forks from `stream`
+    /// and joins it again; bound to the green context as `stream` is, where there is one.
+    pub fn side_stream(&self) -> Result<Arc<CudaStream>> {
+        let stream = self.ctx.new_stream()?;
+        if self.confinement == SmConfinement::GreenContext {
+            green::check_stream_is_green(&stream).map_err(Error::CudaUnavailable)?;
+        }
+        Ok(stream)
+    }
+
     /// The events a frame records: before the upload, after it, after the extraction.
     pub fn frame_events(&self) -> Result<[CudaEvent; 3]> {
         let event = || {

@@ -9,9 +9,10 @@
 //! builders, uploaded as they are.
 
 use std::mem::size_of;
+use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
 use crate::cpu::blur::GAUSSIAN_TAPS;
@@ -47,6 +48,16 @@ const SELECT_THREADS: u32 = 1024;
 /// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
+/// The pixel tile of one `orb_fast_score` work item (SCORE_TILE_W, SCORE_TILE_H in
+/// kernels/orb/detect.cu).
+const SCORE_TILE_W: usize = 64;
+const SCORE_TILE_H: usize = 32;
+/// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
+/// kernels/orb/pyramid.cu).
+const RESIZE_RUN: usize = 128;
+/// Words of the pyramid's grid barrier: the arrival counter, then the generation on
+/// its own 128-byte line (kernels/common/grid_barrier.cuh).
+const GRID_BARRIER_WORDS: usize = 33;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
 /// Bins of a level's FAST-score histogram (`ORB_SCORE_BINS` in kernels/orb/select.cu).
@@ -91,6 +102,21 @@ pub struct Knn2 {
 }
 
 /// Keypoint positions are packed as 16-bit x and y.
+/// Blocks of `orb_pyramid` that its largest resized level keeps busy: one warp per
+/// run of RESIZE_RUN pixels of a row. More blocks would only wait at its barriers.
+fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
+    let runs = geometry
+        .iter()
+        .skip(1)
+        .map(|g| g.width.div_ceil(RESIZE_RUN) * g.height)
+        .max()
+        .unwrap_or(0);
+    let warps_per_block = (BLOCK / WARP) as usize;
+    u32::try_from(runs.div_ceil(warps_per_block))
+        .unwrap_or(u32::MAX)
+        .max(1)
+}
+
 fn check_size(image: &GrayImage) -> Result<()> {
     if image.width() > 0xffff || image.height() > 0xffff {
         return Err(Error::InvalidImage(format!(
@@ -237,6 +263,10 @@ pub struct CudaOrbExtractor {
     last_timing: FrameTiming,
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
+    /// Runs level 0's FAST beside the pyramid (`enqueue`).
+    side_stream: Arc<CudaStream>,
+    /// Level 0 copied into the pyramid; level 0's FAST done.
+    branch_events: [CudaEvent; 2],
 }
 
 impl CudaOrbExtractor {
@@ -264,8 +294,13 @@ impl CudaOrbExtractor {
         };
         gpu.log_pipeline("CUDA ORB", unified);
         let events = gpu.frame_events()?;
+        let side_stream = gpu.side_stream()?;
+        let branch_event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING));
+        let branch_events = [branch_event()?, branch_event()?];
         Ok(Self {
             events,
+            side_stream,
+            branch_events,
             config,
             gpu,
             unified,
@@ -440,7 +475,7 @@ impl CudaOrbExtractor {
         let cells = cells.max(1);
         let slots = slots.max(1);
         let counters = n_levels + n_levels * SCORE_BINS;
-        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; 2])?;
+        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
         Ok(Plan {
             width,
             height,
@@ -541,7 +576,38 @@ impl CudaOrbExtractor {
                 plan.width * plan.height,
                 stream.cu_stream(),
             )?;
-            let blocks = grid_of(&k.pyramid)?;
+            // FAST on levels first..n_levels - 1 (kernels/orb/detect.cu).
+            let fast_score = |on: &CudaStream, first: i32, n_levels: i32, blocks: u32| {
+                on.launch_builder(&k.fast_score)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&first)
+                    .arg(&n_levels)
+                    .arg(&self.constants.arc.ptr)
+                    .arg(&min_threshold)
+                    .arg(&self.constants.smooth_taps.ptr)
+                    .arg(&plan.scores.ptr)
+                    .arg(&plan.smoothed.ptr)
+                    .launch(cfg(blocks, BLOCK))
+            };
+            // Level 0 is the frame: its FAST forks onto the side stream and runs while
+            // the pyramid resizes the other levels, filling the SMs its barriers leave
+            // idle; the two streams join before the cell scan. Each of the two takes at
+            // most half the blocks the device holds, so that they share the SMs rather
+            // than one waiting for the other to leave them.
+            let [copied, level0_done] = &self.branch_events;
+            copied.record(stream)?;
+            self.side_stream.wait(copied)?;
+            let level0_tiles =
+                plan.width.div_ceil(SCORE_TILE_W) * plan.height.div_ceil(SCORE_TILE_H);
+            let level0_blocks = (grid_of(&k.fast_score)? / 2)
+                .max(1)
+                .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
+            fast_score(&self.side_stream, 0, 1, level0_blocks)?;
+            level0_done.record(&self.side_stream)?;
+            let blocks = (grid_of(&k.pyramid)? / 2)
+                .max(1)
+                .min(pyramid_blocks(&plan.geometry));
             stream
                 .launch_builder(&k.pyramid)
                 .arg(&plan.levels.ptr)
@@ -550,17 +616,10 @@ impl CudaOrbExtractor {
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.barrier.ptr)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
-            stream
-                .launch_builder(&k.fast_score)
-                .arg(&plan.pyramid.ptr)
-                .arg(&plan.levels.ptr)
-                .arg(&n_levels)
-                .arg(&self.constants.arc.ptr)
-                .arg(&min_threshold)
-                .arg(&self.constants.smooth_taps.ptr)
-                .arg(&plan.scores.ptr)
-                .arg(&plan.smoothed.ptr)
-                .launch(cfg(grid_of(&k.fast_score)?, BLOCK))?;
+            if n_levels > 1 {
+                fast_score(stream, 1, n_levels, grid_of(&k.fast_score)?)?;
+            }
+            stream.wait(level0_done)?;
             stream
                 .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)
@@ -871,5 +930,21 @@ impl Extractor for CudaOrbExtractor {
 
     fn device_name(&self) -> String {
         self.gpu.label()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyramid_grid_covers_the_largest_resized_level_only() {
+        // 640x480 at scale 1.2: level 1 is 533x400, five runs of 128 pixels a row,
+        // eight warps a block.
+        let geometry = level_geometry(640, 480, 8, 1.2);
+        assert_eq!((geometry[1].width, geometry[1].height), (533, 400));
+        assert_eq!(pyramid_blocks(&geometry), 5 * 400 / 8);
+        // No resized level: one block, which meets no barrier.
+        assert_eq!(pyramid_blocks(&level_geometry(640, 480, 1, 1.2)), 1);
     }
 }

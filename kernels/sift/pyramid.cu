@@ -288,13 +288,10 @@ __device__ __forceinline__ void blur_dog_stage(
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's largest radius.
-// The radius-8 kernel is held to 64 registers (4 blocks/SM; on sm_90 a 32-byte spill,
-// 40 bytes on sm_72 with two rows of register loads in flight): measured no slower on
-// the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM (with one load
-// in flight, perf/RESULTS.md). Radius 16 comes twice: at 3 blocks/SM (80 registers, a
-// 96-byte spill; LOAD_ROWS 1 there, as two rows of register loads spill 120 bytes) for
-// stages with tiles for every block of its grid, where more blocks hide more latency,
-// and at 2 blocks/SM for the others, where the spill only adds to each tile.
+// With a copy of the passes per radius neither needs to spill (NVRTC 12, sm_90 and
+// sm_72): the radius-8 kernel at 4 blocks/SM (64 registers; 5 blocks/SM would spill
+// 56 bytes), the radius-16 one at 3 blocks/SM (72 registers; its predicated version
+// took 122, or spilled 128 bytes at 80).
 #define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
@@ -303,6 +300,5 @@ __device__ __forceinline__ void blur_dog_stage(
                                                pyramid, taps);                                  \
     }
 BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3, 1, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 3, 2, true)
 BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2, false)

@@ -148,8 +148,9 @@ __device__ __forceinline__ void copy_interior_async(const float* source, int pit
 // thread keeps a window of RUN + 2 R inputs in registers and sums RUN outputs from it
 // (one shared load per input instead of 2 R per output). The window is placed so
 // that output q's centre is at index q + MAXR whatever R, so every register index
-// is known at compile time; taps past R are predicated off. Each output still sums
-// its taps in the CPU's order (centre, then k = 1..R).
+// is known at compile time; taps past R are predicated off. `blur_tile_exact` calls
+// it with r = MAXR known at compile time, where no tap or load is predicated. Each
+// output still sums its taps in the CPU's order (centre, then k = 1..R).
 #define RUN 4
 
 template <int MAXR>
@@ -170,9 +171,9 @@ __device__ __forceinline__ void sum_run(const float* __restrict__ w, int r, cons
 
 template <int MAXR>
 __device__ __forceinline__ void blur_tile(
-    const BlurJob& job, const float* __restrict__ w, const float* input, int stride,
+    const BlurJob& job, int r, const float* __restrict__ w, const float* input, int stride,
     float* rows, float* pyramid, int x0, int y0) {
-    const int r = job.radius, tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
+    const int tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
     // Horizontal: item = (run of RUN columns, row); consecutive lanes take
     // consecutive rows (odd stride: no bank conflicts).
     for (int item = threadIdx.x; item < span_rows * (tw / RUN); item += blockDim.x) {
@@ -210,11 +211,28 @@ __device__ __forceinline__ void blur_tile(
     }
 }
 
+// The tile blurred by the copy of `blur_tile` made for its exact radius R (0..MAXR):
+// the window holds RUN + 2 R inputs and no tap or load is predicated on the radius,
+// where the MAXR copy spends issue slots on the predicates and on the predicated-off
+// taps of every smaller radius (a radius-5 level in the radius-8 kernel, radius 10
+// in the radius-16 one). One copy per radius; the branch is uniform per tile.
+template <int R>
+__device__ __forceinline__ void blur_tile_exact(
+    const BlurJob& job, const float* __restrict__ w, const float* input, int stride,
+    float* rows, float* pyramid, int x0, int y0) {
+    if (job.radius == R)
+        blur_tile<R>(job, R, w, input, stride, rows, pyramid, x0, y0);
+    else if constexpr (R > 0)
+        blur_tile_exact<R - 1>(job, w, input, stride, rows, pyramid, x0, y0);
+}
+
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
 // for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
 // largest radius of the pipeline (`max_radius`), rows padded to an odd stride, and
-// the horizontal pass.
-template <int MAXR, int LOAD_ROWS>
+// the horizontal pass. EXACT: a copy of the passes per radius (`blur_tile_exact`),
+// else one copy predicated on the radius (the radius-32 kernel, which only unusual
+// sigmas reach: 33 copies of it would mostly add compile time).
+template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
     const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
@@ -260,28 +278,27 @@ __device__ __forceinline__ void blur_dog_stage(
         }
         __syncthreads();
         const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
-        blur_tile<MAXR>(job, w, input, stride, rows, pyramid, x0, y0);
+        if constexpr (EXACT)
+            blur_tile_exact<MAXR>(job, w, input, stride, rows, pyramid, x0, y0);
+        else
+            blur_tile<MAXR>(job, r, w, input, stride, rows, pyramid, x0, y0);
         __syncthreads();  // the next tile reuses the shared arrays
     }
 }
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's largest radius.
-// The radius-8 kernel is held to 64 registers (4 blocks/SM; on sm_90 a 32-byte spill,
-// 40 bytes on sm_72 with two rows of register loads in flight): measured no slower on
-// the full GPU and 5 % faster on 8 SMs than 80 registers and 3 blocks/SM (with one load
-// in flight, perf/RESULTS.md). Radius 16 comes twice: at 3 blocks/SM (80 registers, a
-// 96-byte spill; LOAD_ROWS 1 there, as two rows of register loads spill 120 bytes) for
-// stages with tiles for every block of its grid, where more blocks hide more latency,
-// and at 2 blocks/SM for the others, where the spill only adds to each tile.
-#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS)                                       \
+// With a copy of the passes per radius neither needs to spill (NVRTC 12, sm_90 and
+// sm_72): the radius-8 kernel at 4 blocks/SM (64 registers; 5 blocks/SM would spill
+// 56 bytes), the radius-16 one at 3 blocks/SM (72 registers; its predicated version
+// took 122, or spilled 128 bytes at 80).
+#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
-        blur_dog_stage<MAXR, LOAD_ROWS>(jobs, n_jobs, total_tiles, max_radius, frame, pyramid,  \
-                                        taps);                                                  \
+        blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(jobs, n_jobs, total_tiles, max_radius, frame,     \
+                                               pyramid, taps);                                  \
     }
-BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4, 2)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 2, 2)
-BLUR_DOG_KERNEL(sift_blur_dog_r16_wide, 16, 3, 1)
-BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2)
+BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4, 2, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 3, 2, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2, false)

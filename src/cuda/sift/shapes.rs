@@ -70,8 +70,6 @@ impl Launch {
 pub struct Kernels {
     /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
     pub blur_dog: [Launch; 3],
-    /// `sift_blur_dog_r16_wide`: radius 16 at more blocks per SM, for big stages.
-    pub blur_dog_wide: Launch,
     /// SMs the grids spread over (all, or `--sm-limit`): the blur tiles are sized for it.
     pub sms: usize,
     pub extrema: Launch,
@@ -84,12 +82,10 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The blur kernel whose register window holds the stage's radius; for radii up
-    /// to 16, the one with more blocks per SM when the stage has a tile for each.
+    /// The blur kernel whose register window holds the stage's radius.
     pub fn blur_for(&self, stage: &BlurStage) -> &Launch {
         match stage.max_radius {
             0..=8 => &self.blur_dog[0],
-            9..=16 if stage.tiles >= self.blur_dog_wide.blocks => &self.blur_dog_wide,
             9..=16 => &self.blur_dog[1],
             _ => &self.blur_dog[2],
         }
@@ -150,12 +146,6 @@ impl Kernels {
                     blur_shared,
                 )?,
             ],
-            blur_dog_wide: fixed(
-                "sift_pyramid",
-                "sift_blur_dog_r16_wide",
-                BLUR_THREADS,
-                blur_shared,
-            )?,
             sms: gpu.sm_count as usize,
             extrema: sized(
                 "sift_extrema",

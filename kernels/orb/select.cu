@@ -14,7 +14,8 @@
 //    Counting is O(records^2) per level but needs no sort (the block-wide bitonic
 //    sorts it replaced spent one barrier per step on one SM per level) and spreads
 //    over every SM: (key, y, x) is unique within a level, so the counts are the
-//    positions a sort would give.
+//    positions a sort would give. Each block stages the level's records in shared
+//    memory, so the quadratic part reads no global memory.
 #include "common/levels.cuh"
 #include "common/harris.cuh"
 #include "common/warp_append.cuh"
@@ -27,6 +28,9 @@
 // Warps of an orb_record_ranks / orb_record_place block; mirrors RANK_THREADS in
 // src/cuda/orb.rs.
 #define RANK_WARPS 16
+// Records an orb_record_ranks / orb_record_place block stages in shared memory at once
+// (16 bytes each): all of a level's at the default 2,000 features (at most 868).
+#define RANK_CHUNK 1024
 
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
@@ -308,14 +312,17 @@ struct OrderFields {
 
 // Ranks by counting instead of sorting: for every record i of every level, the number
 // of the level's records j with `before(fields(j), fields(i))` (`fields` takes a slot
-// number). A block takes 32 records of one level, one per lane; its warps split the
-// level's records between them, so the only barriers are the two around the sum of the
-// warps' counts. Every field is loaded before comparing, so the comparison does not branch.
-// `done(level, i, count)` runs once per record, in warp 0.
+// number). A block takes 32 records of one level, one per lane; it stages the level's
+// records in shared memory, RANK_CHUNK at a time with coalesced loads, and its warps
+// split each chunk between them, so the comparisons read shared memory (one broadcast
+// per field) instead of waiting on a global load each. `done(level, i, count)` runs
+// once per record, in warp 0.
 template <typename Fields, typename Before, typename Done>
 __device__ __forceinline__ void count_records_before(const OrbLevel* levels, const unsigned int* counts,
                                                      int n_levels, Fields fields, Before before, Done done) {
     __shared__ unsigned int partial[32];
+    __shared__ long long chunk_key[RANK_CHUNK];
+    __shared__ unsigned int chunk_group[RANK_CHUNK], chunk_yx[RANK_CHUNK];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (warp == 0) partial[lane] = 0u;
     int level;
@@ -324,14 +331,26 @@ __device__ __forceinline__ void count_records_before(const OrbLevel* levels, con
         const unsigned int n = counts[level];
         const unsigned int base = (unsigned int)levels[level].cand_offset;
         const unsigned int i = first + lane;
-        __syncthreads();  // partial is zero
-        if (i < n) {
-            const OrderFields own = fields(base + i);
-            unsigned int count = 0;
+        OrderFields own{0u, 0ll, 0u};
+        if (i < n) own = fields(base + i);
+        unsigned int count = 0;
+        for (unsigned int start = 0; start < n; start += RANK_CHUNK) {
+            const unsigned int size = min(n - start, (unsigned int)RANK_CHUNK);
+            __syncthreads();  // the previous chunk is counted, partial is zero
+            for (unsigned int j = threadIdx.x; j < size; j += blockDim.x) {
+                const OrderFields staged = fields(base + start + j);
+                chunk_group[j] = staged.group;
+                chunk_key[j] = staged.key;
+                chunk_yx[j] = staged.yx;
+            }
+            __syncthreads();  // the chunk is staged
+            if (i < n) {
 #pragma unroll 4
-            for (unsigned int j = warp; j < n; j += RANK_WARPS) count += before(fields(base + j), own) ? 1u : 0u;
-            atomicAdd(&partial[lane], count);
+                for (unsigned int j = warp; j < size; j += RANK_WARPS)
+                    count += before(OrderFields{chunk_group[j], chunk_key[j], chunk_yx[j]}, own) ? 1u : 0u;
+            }
         }
+        if (i < n) atomicAdd(&partial[lane], count);
         __syncthreads();  // every warp has added
         if (warp == 0) {
             if (i < n) done(level, base + i, partial[lane]);

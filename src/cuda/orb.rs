@@ -117,6 +117,20 @@ fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
         .max(1)
 }
 
+/// Groups of 32 records (one `orb_record_ranks` / `orb_record_place` block each) that
+/// the levels can hold: a level has at most min(its slots, 2 quota) records. At least 1.
+fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
+    let groups: u64 = levels
+        .iter()
+        .zip(quotas)
+        .map(|(level, &quota)| {
+            let records = i64::from(level.cand_capacity).min(2 * i64::from(quota));
+            u64::try_from(records).unwrap_or(0).div_ceil(u64::from(WARP))
+        })
+        .sum();
+    u32::try_from(groups).unwrap_or(u32::MAX).max(1)
+}
+
 fn check_size(image: &GrayImage) -> Result<()> {
     if image.width() > 0xffff || image.height() > 0xffff {
         return Err(Error::InvalidImage(format!(
@@ -161,6 +175,9 @@ struct Plan {
     records: [DeviceBuffer; 4],
     /// Records per level (min(candidates, 2 quota)).
     level_records: DeviceBuffer,
+    /// Groups of 32 records the levels can hold at most: the blocks that
+    /// `orb_record_ranks` / `orb_record_place` can keep busy.
+    record_groups: u32,
     kept: Staged,
     out_yx: Staged,
     out_level: Staged,
@@ -476,6 +493,7 @@ impl CudaOrbExtractor {
         let slots = slots.max(1);
         let counters = n_levels + n_levels * SCORE_BINS;
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
+        let record_groups = record_groups(&levels, &quotas);
         Ok(Plan {
             width,
             height,
@@ -508,6 +526,7 @@ impl CudaOrbExtractor {
                 DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             ],
             level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            record_groups,
             kept: Staged::new(ctx, (n_levels + 1) * size_of::<u32>(), unified)?,
             out_yx: Staged::new(ctx, capacity * size_of::<u32>(), unified)?,
             out_level: Staged::new(ctx, capacity * size_of::<i32>(), unified)?,
@@ -676,7 +695,9 @@ impl CudaOrbExtractor {
                     .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
             }
             let ranks = cfg(
-                self.gpu.persistent_blocks(&k.record_ranks, RANK_THREADS)?,
+                self.gpu
+                    .persistent_blocks(&k.record_ranks, RANK_THREADS)?
+                    .min(plan.record_groups),
                 RANK_THREADS,
             );
             stream
@@ -690,7 +711,9 @@ impl CudaOrbExtractor {
                 .arg(&record_rank.ptr)
                 .launch(ranks)?;
             let place = cfg(
-                self.gpu.persistent_blocks(&k.record_place, RANK_THREADS)?,
+                self.gpu
+                    .persistent_blocks(&k.record_place, RANK_THREADS)?
+                    .min(plan.record_groups),
                 RANK_THREADS,
             );
             stream

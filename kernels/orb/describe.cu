@@ -28,45 +28,33 @@ __device__ __forceinline__ int patch_at(const unsigned int* patch, int lane, int
 #define DESCRIBE_WARPS 16
 #define TESTS_PER_WARP (DESC_WORDS * 32 / DESCRIBE_WARPS)
 
-// Rows of the patch one warp loads: PATCH_SIDE rows over DESCRIBE_WARPS warps.
-#define ROWS_PER_WARP ((PATCH_SIDE + DESCRIBE_WARPS - 1) / DESCRIBE_WARPS)
-
 // Fills rows PATCH_RADIUS - radius ..= PATCH_RADIUS + radius of every lane's private
 // words with the square around its keypoint; warp `wid` takes rows wid, wid +
 // DESCRIBE_WARPS, ... A row's 39 bytes are read as the 10 or 11 aligned words that hold
 // them and shifted into place (a lane's loads hit a different keypoint's row, so fewer
-// and wider loads are what counts). Every row of the warp is loaded before any is
-// stored, so the warp waits for one round trip to global memory, not one per row.
-// The edge is at least PATCH_RADIUS (docs/orb-reference.md) and the pyramid buffers
-// end on a whole word, so every word read is inside the buffer; the padding byte of a
-// row may come from outside the level.
+// and wider loads are what counts). The edge is at least PATCH_RADIUS
+// (docs/orb-reference.md) and the pyramid buffers end on a whole word, so every word
+// read is inside the buffer; the padding byte of a row may come from outside the level.
 __device__ __forceinline__ void load_patches(unsigned int* patch, int wid, int lane, bool active,
                                              const unsigned char* centre, int width, int radius) {
-    unsigned int word[ROWS_PER_WARP][PATCH_ROW_WORDS + 1];
-    unsigned int shift[ROWS_PER_WARP];
-#pragma unroll
-    for (int r = 0; r < ROWS_PER_WARP; ++r) {
-        const int row = PATCH_RADIUS - radius + wid + r * DESCRIBE_WARPS;
-        shift[r] = 0u;
-#pragma unroll
-        for (int k = 0; k <= PATCH_ROW_WORDS; ++k) word[r][k] = 0u;
-        if (active && row <= PATCH_RADIUS + radius) {
+    for (int row = PATCH_RADIUS - radius + wid; row <= PATCH_RADIUS + radius; row += DESCRIBE_WARPS) {
+        unsigned int word[PATCH_ROW_WORDS + 1];
+        unsigned int shift = 0;
+        if (active) {
             const unsigned char* start = centre + (row - PATCH_RADIUS) * width - PATCH_RADIUS;
-            shift[r] = (unsigned int)(reinterpret_cast<size_t>(start) & 3u);
-            const unsigned int* aligned = reinterpret_cast<const unsigned int*>(start - shift[r]);
+            shift = (unsigned int)(reinterpret_cast<size_t>(start) & 3u);
+            const unsigned int* aligned = reinterpret_cast<const unsigned int*>(start - shift);
 #pragma unroll
-            for (int k = 0; k < PATCH_ROW_WORDS; ++k) word[r][k] = aligned[k];
+            for (int k = 0; k < PATCH_ROW_WORDS; ++k) word[k] = aligned[k];
             // The row's last byte lies in word 10 only when the row starts 2 or 3 bytes in.
-            if (shift[r] >= 2) word[r][PATCH_ROW_WORDS] = aligned[PATCH_ROW_WORDS];
-        }
-    }
+            word[PATCH_ROW_WORDS] = shift >= 2 ? aligned[PATCH_ROW_WORDS] : 0u;
+        } else {
 #pragma unroll
-    for (int r = 0; r < ROWS_PER_WARP; ++r) {
-        const int row = PATCH_RADIUS - radius + wid + r * DESCRIBE_WARPS;
-        if (row > PATCH_RADIUS + radius) break;
+            for (int k = 0; k <= PATCH_ROW_WORDS; ++k) word[k] = 0u;
+        }
 #pragma unroll
         for (int k = 0; k < PATCH_ROW_WORDS; ++k)
-            patch[(row * PATCH_ROW_WORDS + k) * WARP + lane] = __funnelshift_r(word[r][k], word[r][k + 1], 8 * shift[r]);
+            patch[(row * PATCH_ROW_WORDS + k) * WARP + lane] = __funnelshift_r(word[k], word[k + 1], 8 * shift);
     }
 }
 

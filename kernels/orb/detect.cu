@@ -319,7 +319,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's members
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
-// Harris key is left to orb_record_order (kernels/orb/select.cu), after the pre-filter.
+// Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
 // At most 32 registers on sm_90 (16 blocks per SM): the scan is bound by load latency,
 // so more resident blocks pay more than the few spilled bytes cost.
 extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(

@@ -1,17 +1,16 @@
 // Per-level keypoint selection of the grid distribution on the GPU
-// (docs/orb-reference.md section 5) in two launches, no host round trip:
+// (docs/orb-reference.md section 5) in four launches, no host round trip:
 // 1. orb_select_candidates (one block per level), the FAST pre-filter: keep the first
 //    2 N_l candidates by (s desc, y asc, x asc). The level's 256-bin histogram of s
 //    (filled by orb_cell_candidates) gives the cut score s*: every candidate with
 //    s > s* is kept, and of those with s = s* the first 2 N_l - #{s > s*} in raster
 //    order, found by a radix select of y << 16 | x. The kept ones become the level's
 //    records (at most 2 N_l), in global scratch at the level's first slot.
-// 2. orb_record_order (all SMs, cooperative: three phases split by grid barriers,
-//    since a launch costs more than a barrier at these sizes): the Harris keys of every
-//    level's records; rank k of each record within its cell by (key desc, y asc,
-//    x asc), counted: how many records of its cell come first; each record's position
-//    in its level by (k asc, key desc, y asc, x asc), counted the same way; the first
-//    N_l are the output.
+// 2. orb_record_keys (all SMs): the Harris keys of every level's records.
+// 3. orb_record_ranks (all SMs): rank k of each record within its cell by (key desc,
+//    y asc, x asc), counted: how many records of its cell come first.
+// 4. orb_record_place (all SMs): each record's position in its level by (k asc, key
+//    desc, y asc, x asc), counted the same way; the first N_l are the output.
 //    Counting is O(records^2) per level but needs no sort (the block-wide bitonic
 //    sorts it replaced spent one barrier per step on one SM per level) and spreads
 //    over every SM: (key, y, x) is unique within a level, so the counts are the
@@ -20,16 +19,16 @@
 #include "common/levels.cuh"
 #include "common/harris.cuh"
 #include "common/warp_append.cuh"
-#include "common/grid_barrier.cuh"
 
 #define ORB_SCORE_BINS 256
 // Mirrors SELECT_THREADS in src/cuda/orb.rs.
 #define SELECT_THREADS 1024
 // Ties (s = s*) a block lists in shared memory; more are re-read from the level's slots.
 #define TIE_LIST 1024
-// Warps of an orb_record_order block; mirrors RANK_THREADS in src/cuda/orb.rs.
+// Warps of an orb_record_ranks / orb_record_place block; mirrors RANK_THREADS in
+// src/cuda/orb.rs.
 #define RANK_WARPS 16
-// Records an orb_record_order block stages in shared memory at once
+// Records an orb_record_ranks / orb_record_place block stages in shared memory at once
 // (16 bytes each): all of a level's at the default 2,000 features (at most 868).
 #define RANK_CHUNK 1024
 
@@ -236,14 +235,30 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
     }
 }
 
+// The level table and each level's number of records, into the block's shared memory
+// (the caller synchronises).
+__device__ __forceinline__ void load_level_records(OrbLevel* levels, unsigned int* counts,
+                                                   const OrbLevel* level_table,
+                                                   const unsigned int* level_records, int n_levels) {
+    load_levels(levels, level_table, n_levels);
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+}
+
 // The Harris keys of every level's records, spread over the whole grid: the records
 // of all levels are numbered one after the other, and each is keyed by 8 lanes of a
 // warp, lane r summing window row r - 3 (lane 7 none), so a record's 81 pixel loads
 // are not one thread's chain. Integer sums, so the order of the sum is exact.
-__device__ __forceinline__ void record_harris_keys(const unsigned char* __restrict__ pyramid, const OrbLevel* levels,
-                                                   const unsigned int* counts, int n_levels,
-                                                   const unsigned int* __restrict__ record_yx,
-                                                   long long* record_key) {
+extern "C" __global__ void orb_record_keys(
+    const unsigned char* __restrict__ pyramid,
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_records,
+    const unsigned int* __restrict__ record_yx,
+    long long* __restrict__ record_key) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int counts[ORB_MAX_LEVELS];
+    load_level_records(levels, counts, level_table, level_records, n_levels);
+    __syncthreads();
     unsigned int total = 0;
     for (int l = 0; l < n_levels; ++l) total += counts[l];
     const unsigned int row = threadIdx.x % 8;
@@ -295,13 +310,6 @@ struct OrderFields {
     unsigned int yx;
 };
 
-// A block's shared memory for count_records_before.
-struct RankScratch {
-    unsigned int partial[32];
-    long long key[RANK_CHUNK];
-    unsigned int group[RANK_CHUNK], yx[RANK_CHUNK];
-};
-
 // Ranks by counting instead of sorting: for every record i of every level, the number
 // of the level's records j with `before(fields(j), fields(i))` (`fields` takes a slot
 // number). A block takes 32 records of one level, one per lane; it stages the level's
@@ -310,12 +318,11 @@ struct RankScratch {
 // per field) instead of waiting on a global load each. `done(level, i, count)` runs
 // once per record, in warp 0.
 template <typename Fields, typename Before, typename Done>
-__device__ __forceinline__ void count_records_before(RankScratch& scratch, const OrbLevel* levels,
-                                                     const unsigned int* counts, int n_levels, Fields fields,
-                                                     Before before, Done done) {
-    unsigned int* partial = scratch.partial;
-    long long* chunk_key = scratch.key;
-    unsigned int *chunk_group = scratch.group, *chunk_yx = scratch.yx;
+__device__ __forceinline__ void count_records_before(const OrbLevel* levels, const unsigned int* counts,
+                                                     int n_levels, Fields fields, Before before, Done done) {
+    __shared__ unsigned int partial[32];
+    __shared__ long long chunk_key[RANK_CHUNK];
+    __shared__ unsigned int chunk_group[RANK_CHUNK], chunk_yx[RANK_CHUNK];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (warp == 0) partial[lane] = 0u;
     int level;
@@ -352,34 +359,46 @@ __device__ __forceinline__ void count_records_before(RankScratch& scratch, const
     }
 }
 
-// Keys, ranks and places in one cooperative launch (the whole grid is resident), each
-// phase after a grid barrier since it reads what every block wrote in the one before
-// (so record_key and record_rank are plain, coherent loads):
-// 1. (Harris score only) the records' Harris keys;
-// 2. k of every record: how many records of its cell come first by (key desc, y, x);
-// 3. each record's output position in its level by (k asc, key desc, y, x); the first
-//    min(candidates, N_l) are written. Every level's output start is known up front
-//    (min(candidates, N_l) per level), so the levels need not wait for each other.
-extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_order(
-    const unsigned char* __restrict__ pyramid,
+// k of every record: how many records of its cell come first by (key desc, y, x).
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(
+    const OrbLevel* __restrict__ level_table,
+    int n_levels,
+    const unsigned int* __restrict__ level_records,
+    const long long* __restrict__ record_key,     // records at each level's first slot
+    const unsigned int* __restrict__ record_yx,
+    const unsigned int* __restrict__ record_cell,
+    unsigned int* __restrict__ record_rank) {
+    __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ unsigned int counts[ORB_MAX_LEVELS];
+    load_level_records(levels, counts, level_table, level_records, n_levels);
+    __syncthreads();
+    count_records_before(
+        levels, counts, n_levels,
+        [&](unsigned int slot) { return OrderFields{record_cell[slot], record_key[slot], record_yx[slot]}; },
+        [](const OrderFields& j, const OrderFields& i) {
+            return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
+        },
+        [&](int, unsigned int i, unsigned int k) { record_rank[i] = k; });
+}
+
+// The level's output position of every record by (k asc, key desc, y, x); the first
+// min(candidates, N_l) are written. Every level's output start is known up front
+// (min(candidates, N_l) per level), so the levels need not wait for each other.
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_place(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const unsigned int* __restrict__ level_counts,
     const int* __restrict__ quotas,
     const unsigned int* __restrict__ level_records,
-    int harris,
-    const unsigned int* __restrict__ record_yx,   // records at each level's first slot
-    const unsigned int* __restrict__ record_cell,
-    long long* record_key,                        // written here with the Harris score
-    unsigned int* record_rank,
-    unsigned int* barrier_state,
+    const long long* __restrict__ record_key,     // records at each level's first slot
+    const unsigned int* __restrict__ record_yx,
+    const unsigned int* __restrict__ record_rank,
     unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
     unsigned int* __restrict__ out_yx,
     int* __restrict__ out_level,
     long long* __restrict__ out_key) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS], level_kept[ORB_MAX_LEVELS], out_start[ORB_MAX_LEVELS];
-    __shared__ RankScratch scratch;
     load_levels(levels, level_table, n_levels);
     for (int l = threadIdx.x; l < n_levels; l += blockDim.x) {
         counts[l] = level_records[l];
@@ -398,20 +417,8 @@ extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_order(
         }
     }
     __syncthreads();
-    if (harris) {
-        record_harris_keys(pyramid, levels, counts, n_levels, record_yx, record_key);
-        grid_barrier(barrier_state);
-    }
     count_records_before(
-        scratch, levels, counts, n_levels,
-        [&](unsigned int slot) { return OrderFields{record_cell[slot], record_key[slot], record_yx[slot]}; },
-        [](const OrderFields& j, const OrderFields& i) {
-            return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
-        },
-        [&](int, unsigned int i, unsigned int k) { record_rank[i] = k; });
-    grid_barrier(barrier_state);
-    count_records_before(
-        scratch, levels, counts, n_levels,
+        levels, counts, n_levels,
         [&](unsigned int slot) { return OrderFields{record_rank[slot], record_key[slot], record_yx[slot]}; },
         [](const OrderFields& j, const OrderFields& i) {
             return (j.group < i.group) | ((j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx));

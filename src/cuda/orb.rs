@@ -44,8 +44,8 @@ const DESCRIBE_THREADS: u32 = 16 * WARP;
 const DESCRIBE_SHARED_BYTES: u32 = 39 * 10 * WARP * 4;
 /// `SELECT_THREADS` of kernels/orb/select.cu: one block per level.
 const SELECT_THREADS: u32 = 1024;
-/// `RANK_WARPS * 32` of kernels/orb/select.cu: the warps of an `orb_record_order`
-/// block split a level's records, 32 records per block.
+/// `RANK_WARPS * 32` of kernels/orb/select.cu: the warps of an `orb_record_ranks` /
+/// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
 /// The pixel tile of one `orb_fast_score` work item (SCORE_TILE_W, SCORE_TILE_H in
@@ -55,8 +55,8 @@ const SCORE_TILE_H: usize = 32;
 /// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
 /// kernels/orb/pyramid.cu).
 const RESIZE_RUN: usize = 128;
-/// Words of the grid barrier (`orb_pyramid`, then `orb_record_order`): the arrival
-/// counter, then the generation on its own 128-byte line (kernels/common/grid_barrier.cuh).
+/// Words of the pyramid's grid barrier: the arrival counter, then the generation on
+/// its own 128-byte line (kernels/common/grid_barrier.cuh).
 const GRID_BARRIER_WORDS: usize = 33;
 /// Threads of an `orb_cell_candidates` block.
 const CELL_THREADS: u32 = 4 * WARP;
@@ -117,7 +117,7 @@ fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
         .max(1)
 }
 
-/// Groups of 32 records (one `orb_record_order` block each) that
+/// Groups of 32 records (one `orb_record_ranks` / `orb_record_place` block each) that
 /// the levels can hold: a level has at most min(its slots, 2 quota) records. At least 1.
 fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
     let groups: u64 = levels
@@ -176,7 +176,7 @@ struct Plan {
     /// Records per level (min(candidates, 2 quota)).
     level_records: DeviceBuffer,
     /// Groups of 32 records the levels can hold at most: the blocks that
-    /// `orb_record_order` can keep busy.
+    /// `orb_record_ranks` / `orb_record_place` can keep busy.
     record_groups: u32,
     kept: Staged,
     out_yx: Staged,
@@ -208,7 +208,9 @@ struct Kernels {
     fast_score: CudaFunction,
     cell_candidates: CudaFunction,
     select_candidates: CudaFunction,
-    record_order: CudaFunction,
+    record_keys: CudaFunction,
+    record_ranks: CudaFunction,
+    record_place: CudaFunction,
     describe: CudaFunction,
 }
 
@@ -220,7 +222,9 @@ impl Kernels {
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
             select_candidates: orb("orb_select", "orb_select_candidates")?,
-            record_order: orb("orb_select", "orb_record_order")?,
+            record_keys: orb("orb_select", "orb_record_keys")?,
+            record_ranks: orb("orb_select", "orb_record_ranks")?,
+            record_place: orb("orb_select", "orb_record_place")?,
             describe: orb("orb_describe", "orb_describe")?,
         };
         // The private patches are over the 48 KB of shared memory granted without asking.
@@ -679,32 +683,54 @@ impl CudaOrbExtractor {
                 .arg(&record_cell.ptr)
                 .arg(&plan.level_records.ptr)
                 .launch(per_level)?;
-            // Cooperative: its phases meet at grid barriers, so every block is resident.
-            let order = cfg(
+            if harris != 0 {
+                stream
+                    .launch_builder(&k.record_keys)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.levels.ptr)
+                    .arg(&n_levels)
+                    .arg(&plan.level_records.ptr)
+                    .arg(&record_yx.ptr)
+                    .arg(&record_key.ptr)
+                    .launch(cfg(grid_of(&k.record_keys)?, BLOCK))?;
+            }
+            let ranks = cfg(
                 self.gpu
-                    .persistent_blocks(&k.record_order, RANK_THREADS)?
+                    .persistent_blocks(&k.record_ranks, RANK_THREADS)?
                     .min(plan.record_groups),
                 RANK_THREADS,
             );
             stream
-                .launch_builder(&k.record_order)
-                .arg(&plan.pyramid.ptr)
+                .launch_builder(&k.record_ranks)
+                .arg(&plan.levels.ptr)
+                .arg(&n_levels)
+                .arg(&plan.level_records.ptr)
+                .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
+                .arg(&record_cell.ptr)
+                .arg(&record_rank.ptr)
+                .launch(ranks)?;
+            let place = cfg(
+                self.gpu
+                    .persistent_blocks(&k.record_place, RANK_THREADS)?
+                    .min(plan.record_groups),
+                RANK_THREADS,
+            );
+            stream
+                .launch_builder(&k.record_place)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&level_counts)
                 .arg(&plan.quotas.ptr)
                 .arg(&plan.level_records.ptr)
-                .arg(&harris)
-                .arg(&record_yx.ptr)
-                .arg(&record_cell.ptr)
                 .arg(&record_key.ptr)
+                .arg(&record_yx.ptr)
                 .arg(&record_rank.ptr)
-                .arg(&plan.barrier.ptr)
                 .arg(&plan.kept.ptr)
                 .arg(&plan.out_yx.ptr)
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
-                .launch_cooperative(order)?;
+                .launch(place)?;
             let (train, n_train) = self
                 .train
                 .as_ref()

@@ -125,7 +125,9 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
         .zip(quotas)
         .map(|(level, &quota)| {
             let records = i64::from(level.cand_capacity).min(2 * i64::from(quota));
-            u64::try_from(records).unwrap_or(0).div_ceil(u64::from(WARP))
+            u64::try_from(records)
+                .unwrap_or(0)
+                .div_ceil(u64::from(WARP))
         })
         .sum();
     u32::try_from(groups).unwrap_or(u32::MAX).max(1)
@@ -969,5 +971,18 @@ mod tests {
         assert_eq!(pyramid_blocks(&geometry), 5 * 400 / 8);
         // No resized level: one block, which meets no barrier.
         assert_eq!(pyramid_blocks(&level_geometry(640, 480, 1, 1.2)), 1);
+    }
+
+    #[test]
+    fn record_groups_bound_each_level_by_its_slots_and_twice_its_quota() {
+        let level = |cand_capacity| OrbLevel {
+            cand_capacity,
+            ..OrbLevel::default()
+        };
+        // 2 x 100 records in 7 groups of 32, 40 slots in 2, a level without slots in none.
+        let levels = [level(10_000), level(40), level(0)];
+        assert_eq!(record_groups(&levels, &[100, 100, 100]), 7 + 2);
+        // No records at all still launches one block (it writes the kept counts).
+        assert_eq!(record_groups(&[level(0)], &[100]), 1);
     }
 }

@@ -15,12 +15,12 @@ use crate::error::Result;
 pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
-/// one; descriptor, a (4+2) x (4+2) x (8+2) histogram per warp.
-const ORIENTATION_BINS: usize = 36;
-const DESCRIBE_FLOATS_PER_WARP: usize = 360;
-/// Warps that share one keypoint in the orientation and descriptor kernels, at most:
-/// beyond this most keypoints' windows leave warps idle.
+/// Shared floats per warp (one keypoint each): orientation, a raw and a smoothed 36-bin
+/// histogram; descriptor, 8 per-vote sub-histograms of 5 x 5 x 8 first bins.
+const ORIENTATION_FLOATS_PER_WARP: usize = 2 * 36;
+const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
+/// The orientation and descriptor kernels run a warp per keypoint: blocks of a few
+/// warps, so the occupancy API can fit the most of them.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
 /// Kernels with a thread per candidate or keypoint (thousands, not millions): small
 /// blocks, so the work spreads over every SM.
@@ -35,7 +35,7 @@ extern "C" fn no_shared_memory(_block: c_int) -> usize {
 }
 
 extern "C" fn orientation_shared_memory(block: c_int) -> usize {
-    (block.max(0) as usize / WARP as usize + 1) * ORIENTATION_BINS * 4
+    (block.max(0) as usize / WARP as usize) * ORIENTATION_FLOATS_PER_WARP * 4
 }
 
 extern "C" fn describe_shared_memory(block: c_int) -> usize {

@@ -1,17 +1,18 @@
-// The 4x4x8 descriptor (docs/sift-reference.md section 5): one warp per kept keypoint,
-// in output order. The warp walks the rotated square |c_rot|, |r_rot| < 2.5 bins row
-// by row (common/row_runs.cuh: each row's run of columns is cut to the square, with a
-// pixel of margin, so strips of 32 lanes hold window samples, not bounding-box
-// corners). A sample's eight trilinear votes go to a 2x2x2 block of bins of the
-// (4+2)x(4+2)x(8+2) histogram, named by its first bin (the key): lanes with equal keys
-// are summed by the multi-key warp reduction, and each group's writer adds vote v to
-// the warp's v-th sub-histogram, indexed by key. Writers of one strip have distinct
-// keys, so their eight writes touch distinct words: no atomics, no ordering between
-// votes, and the eight read-modify-writes of a writer overlap. The histogram bin
-// (r, c, o) is then the sum, in a fixed order, of the sub-histograms' entries at the
-// keys that vote into it (the wrap bin o = 8 folded into o = 0), so the sums are the
-// same every run. The clamp, renormalisation (RootSIFT when asked) and u8
-// quantisation run across the same warp.
+// The 4x4x8 descriptor (docs/sift-reference.md section 5): one block per kept
+// keypoint, in output order. The block walks the rotated square |c_rot|, |r_rot| < 2.5
+// bins row by row (common/row_runs.cuh: each row's run of columns is cut to the square,
+// with a pixel of margin, so strips of 32 lanes hold window samples, not bounding-box
+// corners), each warp taking every W-th strip (W = warps per block): a warp alone would
+// leave the largest windows on one long chain. A sample's eight trilinear votes go to
+// a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin
+// (the key): lanes with equal keys are summed by the multi-key warp reduction, and
+// each group's writer adds vote v to its warp's v-th sub-histogram, indexed by key.
+// Writers of one strip have distinct keys, so their eight writes touch distinct words:
+// no atomics, no ordering between votes, and a writer's eight read-modify-writes
+// overlap. The histogram bin (r, c, o) is then the sum, in a fixed order (warp, then
+// vote), of the sub-histogram entries at the keys that vote into it (the wrap bin o = 8
+// folded into o = 0), so the sums are the same every run. The clamp, renormalisation
+// (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/fast_atan2.cuh"
 #include "common/row_runs.cuh"
@@ -51,12 +52,13 @@ extern "C" __global__ void sift_describe(
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ descriptors) {
-    // Per warp: VOTES sub-histograms of KEYS first bins.
+    // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
+    float* gathered = shared + warps * (VOTES * KEYS);
     const int n = (int)*out_count;
-    for (int kp = blockIdx.x * warps + (threadIdx.x >> 5); kp < n; kp += gridDim.x * warps) {
+    for (int kp = blockIdx.x; kp < n; kp += gridDim.x) {
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
@@ -91,7 +93,7 @@ extern "C" __global__ void sift_describe(
             const int first = (int)lo, length = max((int)(hi - lo) + 1, 0);
             int start;
             const int total = row_runs_scan(length, start);
-            for (int base = 0; base < total; base += 32) {
+            for (int base = (threadIdx.x >> 5) * 32; base < total; base += blockDim.x) {
                 const int sample = base + lane;
                 int j;
                 const int i = top + row_runs_locate(sample, start, first, j);
@@ -131,22 +133,29 @@ extern "C" __global__ void sift_describe(
                 __syncwarp();  // the next strip's writers may add to these words
             }
         }
-        // Gather the 128 values: lane l holds bins 4l .. 4l+3, all of spatial cell l / 2.
-        // Bin (r, c, o) of the histogram (r, c from 1) takes vote (dr, dc, do) of key
+        __syncthreads();
+        // Gather the 128 values, bin b = 8 * cell + o of spatial cell (r, c) (from 1).
+        // Bin (r, c, o) of the histogram takes vote (dr, dc, do) of key
         // (r - dr, c - dc, o - do), o - do taken mod N: the wrap bin folded in.
-        const int cell = lane >> 1, r = cell / D + 1, c = cell % D + 1;
+        for (int b = threadIdx.x; b < LENGTH; b += blockDim.x) {
+            const int cell = b / N, o = b % N, r = cell / D + 1, c = cell % D + 1;
+            float v = 0.f;
+            for (int wp = 0; wp < warps; ++wp) {
+#pragma unroll
+                for (int vote = 0; vote < VOTES; ++vote) {
+                    const int dr = vote >> 2, dc = (vote >> 1) & 1, dor = vote & 1;
+                    v += shared[wp * (VOTES * KEYS) + vote * KEYS + (r - dr) * KEY_ROW +
+                                (c - dc) * N + (o - dor + N) % N];
+                }
+            }
+            gathered[b] = v;
+        }
+        __syncthreads();
+        if (threadIdx.x >= 32) continue;
+        // Lane l holds bins 4l .. 4l+3, all of spatial cell l / 2.
         float values[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int o = (lane & 1) * 4 + q;
-            float v = 0.f;
-#pragma unroll
-            for (int vote = 0; vote < VOTES; ++vote) {
-                const int dr = vote >> 2, dc = (vote >> 1) & 1, dor = vote & 1;
-                v += sub[vote * KEYS + (r - dr) * KEY_ROW + (c - dc) * N + ((o - dor + N) % N)];
-            }
-            values[q] = v;
-        }
+        for (int q = 0; q < 4; ++q) values[q] = gathered[4 * lane + q];
         float norm = sqrtf(warp_sum(values[0] * values[0] + values[1] * values[1] +
                                     values[2] * values[2] + values[3] * values[3]));
         const float clamp = norm * 0.2f;
@@ -170,6 +179,5 @@ extern "C" __global__ void sift_describe(
             packed_bytes |= (unsigned int)v << (8 * q);
         }
         descriptors[kp * (LENGTH / 4) + lane] = packed_bytes;
-        __syncwarp();  // every lane has read the sub-histograms before they are zeroed
     }
 }

@@ -1,14 +1,12 @@
-// Dominant orientations (docs/sift-reference.md section 4): one warp per refined
-// extremum. The warp walks the square window row by row (common/row_runs.cuh: each
-// row's run cut to the octave's interior), 32 neighbouring samples at a time, so reads
-// are coalesced along rows and no lane idles on a short row. Each strip's votes go into
-// the warp's own 36-bin shared histogram through the multi-key warp reduction (one
-// writer per bin, no atomics), in sample order, so the sums are the same every run.
+// Dominant orientations (docs/sift-reference.md section 4): one block per refined
+// extremum, its warps taking every W-th strip of 32 neighbouring window pixels
+// (coalesced reads). Each strip's votes go into the warp's own 36-bin shared histogram
+// through the multi-key warp reduction (one writer per bin, no atomics); the warps'
+// histograms are added in warp order, so the sums are the same every run.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
 #include "common/fast_atan2.cuh"
-#include "common/row_runs.cuh"
 #include "common/warp_append.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
@@ -24,12 +22,12 @@ extern "C" __global__ void sift_orientation(
     float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
     float* __restrict__ kp_angle, float* __restrict__ kp_response,
     int* __restrict__ kp_octave_layer) {
-    extern __shared__ float shared[];  // per warp: raw[BINS], smooth[BINS]
-    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    float* raw = shared + (threadIdx.x >> 5) * 2 * BINS;
-    float* smooth = raw + BINS;
+    extern __shared__ float shared[];  // per warp: raw[BINS]; then smooth[BINS]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    float* raw = shared + warp * BINS;
+    float* smooth = shared + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
-    for (int e = blockIdx.x * warps + (threadIdx.x >> 5); e < n; e += gridDim.x * warps) {
+    for (int e = blockIdx.x; e < n; e += gridDim.x) {
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
@@ -39,36 +37,38 @@ extern "C" __global__ void sift_orientation(
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
         const float exp_scale = -1.f / (2.f * sigma * sigma);
+        __syncthreads();  // warp 0 has finished with the previous extremum
         for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
         __syncwarp();
-        // Columns of the window inside the octave's interior, the same for every row.
-        const int first = max(-radius, 1 - x), last = min(radius, w - 2 - x);
-        for (int top = -radius; top <= radius; top += 32) {
-            const int row = top + lane;
-            const bool inside = row <= radius && y + row >= 1 && y + row <= h - 2;
-            int start;
-            const int total = row_runs_scan(inside ? max(last - first + 1, 0) : 0, start);
-            for (int base = 0; base < total; base += 32) {
-                const int sample = base + lane;
-                int j;
-                const int i = top + row_runs_locate(sample, start, first, j);
-                int bin = -1;
-                float vote[1] = {0.f};
-                if (sample < total) {
-                    const float* p = image + (y + i) * w + (x + j);
-                    float dx = __ldg(p + 1) - __ldg(p - 1);
-                    float dy = __ldg(p - w) - __ldg(p + w);
-                    float weight = expf((float)(i * i + j * j) * exp_scale);
-                    float degrees = fast_atan2_degrees(dy, dx);
-                    bin = (int)rintf(degrees * (float)BINS / 360.f);
-                    bin = ((bin % BINS) + BINS) % BINS;
-                    vote[0] = weight * sqrtf(dx * dx + dy * dy);
-                }
-                unsigned int peers = warp_reduce_by_key(bin, vote);
-                if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];
-                __syncwarp();
+        const int side = 2 * radius + 1, samples = side * side;
+        for (int base = warp * 32; base < samples; base += blockDim.x) {
+            const int k = base + lane;
+            const int i = k / side - radius, j = k % side - radius;
+            const int py = y + i, px = x + j;
+            int bin = -1;
+            float vote[1] = {0.f};
+            if (k < samples && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
+                const float* p = image + py * w + px;
+                float dx = __ldg(p + 1) - __ldg(p - 1);
+                float dy = __ldg(p - w) - __ldg(p + w);
+                float weight = expf((float)(i * i + j * j) * exp_scale);
+                float degrees = fast_atan2_degrees(dy, dx);
+                bin = (int)rintf(degrees * (float)BINS / 360.f);
+                bin = ((bin % BINS) + BINS) % BINS;
+                vote[0] = weight * sqrtf(dx * dx + dy * dy);
             }
+            unsigned int peers = warp_reduce_by_key(bin, vote);
+            if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];
+            __syncwarp();
         }
+        __syncthreads();
+        for (int b = threadIdx.x; b < BINS; b += blockDim.x) {
+            float sum = shared[b];
+            for (int w = 1; w < n_warps; ++w) sum += shared[w * BINS + b];
+            shared[b] = sum;
+        }
+        __syncthreads();
+        if (warp != 0) continue;
         for (int b = lane; b < BINS; b += 32) {
             auto at = [raw](int i) { return raw[(i + BINS) % BINS]; };
             smooth[b] = (at(b - 2) + at(b + 2)) * (1.f / 16.f) + (at(b - 1) + at(b + 1)) * (4.f / 16.f) +
@@ -99,6 +99,5 @@ extern "C" __global__ void sift_orientation(
                 }
             }
         }
-        __syncwarp();  // every lane has read the histograms before they are zeroed
     }
 }

@@ -27,6 +27,6 @@ __device__ __forceinline__ int row_runs_locate(int sample, int start, int first,
     for (int step = 16; step > 0; step >>= 1) {
         if (__shfl_sync(0xffffffffu, start, run + step) <= sample) run += step;
     }
-    column = __shfl_sync(0xffffffffu, first, run) + sample - __shfl_sync(0xffffffffu, start, run);
+    column = sample + __shfl_sync(0xffffffffu, first - start, run);
     return run;
 }

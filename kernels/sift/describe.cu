@@ -81,7 +81,8 @@ extern "C" __global__ void sift_describe(
         const int reach = min(radius, (int)ceilf(half) + 1);
         const float exp_scale = -1.f / ((float)D * (float)D * 0.5f);
         const float bins_per_degree = (float)N / 360.f;
-        for (int b = lane; b < VOTES * KEYS; b += 32) sub[b] = 0.f;
+        for (int b = lane; b < VOTES * KEYS / 4; b += 32)
+            reinterpret_cast<float4*>(sub)[b] = make_float4(0.f, 0.f, 0.f, 0.f);
         __syncwarp();
         for (int top = -reach; top <= reach; top += 32) {
             // This lane's row of the batch and its run of columns.
@@ -108,7 +109,7 @@ extern "C" __global__ void sift_describe(
                 for (int v = 0; v < VOTES; ++v) votes[v] = 0.f;
                 if (sample < total && rbin > -1.f && rbin < (float)D && cbin > -1.f &&
                     cbin < (float)D) {
-                    const float* p = image + (py + i) * w + (px + j);
+                    const float* p = image + ((py + i) * w + px + j);
                     float dx = __ldg(p + 1) - __ldg(p - 1);
                     float dy = __ldg(p - w) - __ldg(p + w);
                     float weight = expf((c_rot * c_rot + r_rot * r_rot) * exp_scale);
@@ -116,7 +117,7 @@ extern "C" __global__ void sift_describe(
                     float obin = (fast_atan2_degrees(dy, dx) - ori) * bins_per_degree;
                     float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
                     float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
-                    int o = (((int)o0 % N) + N) % N;
+                    int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
                     key = ((int)r0 + 1) * KEY_ROW + ((int)c0 + 1) * N + o;
                     // Vote order (dr, dc, do) and product order as src/cpu/sift/descriptor.rs.
                     const float wr[2] = {1.f - fr, fr}, wc[2] = {1.f - fc, fc}, wo[2] = {1.f - fo, fo};

@@ -24,8 +24,9 @@ const DESCRIBE_VALUES: usize = 128;
 /// Warps that share one keypoint in the orientation kernel, at most: beyond this most
 /// keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
-/// Warps that share one keypoint in the descriptor kernel: a warp alone takes ~100 us
-/// on the largest windows (H200), so the block's warps split every window.
+/// Warps that share one keypoint in the descriptor kernel: a warp alone spends ~120 us
+/// on the largest windows (H200), so the block's warps split every window; 8 warps fit
+/// half as many blocks per SM and gained nothing (perf/RESULTS.md, siftdesc).
 const DESCRIBE_THREADS: u32 = 4 * WARP;
 /// Kernels with a thread per candidate or keypoint (thousands, not millions): small
 /// blocks, so the work spreads over every SM.

@@ -10,17 +10,14 @@ __device__ __forceinline__ float fast_atan2_degrees(float y, float x) {
     const float p5 = 0.15557865f * degrees;
     const float p7 = -0.044326555f * degrees;
     const float eps = (float)2.220446049250313e-16;  // f64::EPSILON as f32, as OpenCV
-    float ax = fabsf(x), ay = fabsf(y);
-    float a, c, c2;
-    if (ax >= ay) {
-        c = ay / (ax + eps);
-        c2 = c * c;
-        a = (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
-    } else {
-        c = ax / (ay + eps);
-        c2 = c * c;
-        a = 90.f - (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
-    }
+    // Both octants through one division and one polynomial, picked by selects: the
+    // same operations as the CPU's two branches, without a divergent warp running both.
+    const float ax = fabsf(x), ay = fabsf(y);
+    const bool x_major = ax >= ay;
+    const float c = (x_major ? ay : ax) / ((x_major ? ax : ay) + eps);
+    const float c2 = c * c;
+    float a = (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
+    if (!x_major) a = 90.f - a;
     if (x < 0.f) a = 180.f - a;
     if (y < 0.f) a = 360.f - a;
     return a;

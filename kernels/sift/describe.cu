@@ -1,30 +1,49 @@
 // The 4x4x8 descriptor (docs/sift-reference.md section 5): one block per kept
-// keypoint, in output order, each warp of it taking every W-th strip of 32 window
-// pixels (W = warps per block), so that large keypoints do not leave one warp waiting
-// on a long chain of samples. A sample's eight trilinear votes go to a 2x2x2 block of
-// bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin (the key): lanes
-// with equal keys are summed by the multi-key warp reduction, and the group's writers
-// add their votes to the warp's own histogram one vote at a time. Writers of one step
-// have distinct keys, so the bins they add vote v to are distinct: no atomics, and
-// each warp needs one histogram, not one per vote. After the window, the warps'
-// histograms are added in warp order, so the sums are the same every run. Then the
-// wrap bins fold back, and the clamp, renormalisation (RootSIFT when asked) and u8
-// quantisation run across the first warp.
+// keypoint, in output order. The block walks the rotated square |c_rot|, |r_rot| < 2.5
+// bins row by row (common/row_runs.cuh: each row's run of columns is cut to the square,
+// with a pixel of margin, so strips of 32 lanes hold window samples, not bounding-box
+// corners), each warp taking every W-th strip (W = warps per block): a warp alone would
+// leave the largest windows on one long chain. A sample's eight trilinear votes go to
+// a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin
+// (the key): lanes with equal keys are summed by the multi-key warp reduction, and
+// each group's writer adds vote v to its warp's v-th sub-histogram, indexed by key.
+// Writers of one strip have distinct keys, so their eight writes touch distinct words:
+// no atomics, no ordering between votes, and a writer's eight read-modify-writes
+// overlap. The histogram bin (r, c, o) is then the sum, in a fixed order (warp, then
+// vote), of the sub-histogram entries at the keys that vote into it (the wrap bin o = 8
+// folded into o = 0), so the sums are the same every run. The clamp, renormalisation
+// (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/fast_atan2.cuh"
+#include "common/row_runs.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
 #define D 4                              // spatial bins a side
 #define N 8                              // orientation bins
-#define HIST ((D + 2) * (D + 2) * (N + 2))  // 360
-#define LENGTH (D * D * N)                  // 128
-#define ROW ((D + 2) * (N + 2))             // histogram stride of one spatial row
+#define LENGTH (D * D * N)               // 128
+#define KEY_ROW ((D + 1) * N)            // key stride of one spatial row (first bins -1 .. D-1)
+#define KEYS ((D + 1) * KEY_ROW)         // 200 first bins
 #define VOTES 8
+// Half the side of the sampled square, in bins: r_rot and c_rot within (-2.5, 2.5).
+#define HALF_SIDE ((float)(D / 2) + 0.5f)
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
     return v;
+}
+
+// Cuts the columns [lo, hi] to those where slope * j + offset may lie within
+// (-HALF_SIDE, HALF_SIDE), a pixel wider each side for rounding: the per-sample test
+// decides.
+__device__ __forceinline__ void cut_to_band(float slope, float offset, float& lo, float& hi) {
+    if (slope == 0.f) {
+        if (fabsf(offset) > HALF_SIDE + 0.01f) hi = lo - 1.f;
+        return;
+    }
+    const float a = (-HALF_SIDE - offset) / slope, b = (HALF_SIDE - offset) / slope;
+    lo = fmaxf(lo, floorf(fminf(a, b)) - 1.f);
+    hi = fminf(hi, ceilf(fmaxf(a, b)) + 1.f);
 }
 
 extern "C" __global__ void sift_describe(
@@ -33,11 +52,11 @@ extern "C" __global__ void sift_describe(
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ descriptors) {
-    // A HIST-bin histogram per warp; the block's sums go into warp 0's.
+    // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
     extern __shared__ float shared[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    float* own = shared + warp * HIST;
-    float* hist = shared;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
+    float* gathered = shared + warps * (VOTES * KEYS);
     const int n = (int)*out_count;
     for (int kp = blockIdx.x; kp < n; kp += gridDim.x) {
         const int packed = out_octave_layer[kp];
@@ -57,76 +76,87 @@ extern "C" __global__ void sift_describe(
         const float radians = ori * (3.14159265f / 180.f);
         const float cos_a = cosf(radians), sin_a = sinf(radians);
         const float cos_t = cos_a / bin_width, sin_t = sin_a / bin_width;
-        // Only the rotated square |c_rot|, |r_rot| < 2.5 bins has samples: walk its
-        // bounding box (a pixel of margin) instead of the whole radius.
-        const float half = ((float)(D / 2) + 0.5f) * bin_width * (fabsf(cos_a) + fabsf(sin_a));
+        // The rotated square's bounding box (a pixel of margin), within the radius.
+        const float half = HALF_SIDE * bin_width * (fabsf(cos_a) + fabsf(sin_a));
         const int reach = min(radius, (int)ceilf(half) + 1);
         const float exp_scale = -1.f / ((float)D * (float)D * 0.5f);
         const float bins_per_degree = (float)N / 360.f;
-        __syncthreads();  // warp 0 has finished with the previous keypoint's sums
-        for (int b = lane; b < HIST; b += 32) own[b] = 0.f;
+        for (int b = lane; b < VOTES * KEYS / 4; b += 32)
+            reinterpret_cast<float4*>(sub)[b] = make_float4(0.f, 0.f, 0.f, 0.f);
         __syncwarp();
-        const int side = 2 * reach + 1, samples = side * side;
-        for (int base = warp * 32; base < samples; base += blockDim.x) {
-            const int k = base + lane;
-            const int i = k / side - reach, j = k % side - reach;
-            const float fi = (float)i, fj = (float)j;
-            const float c_rot = fj * cos_t - fi * sin_t;
-            const float r_rot = fj * sin_t + fi * cos_t;
-            const float rbin = r_rot + (float)(D / 2) - 0.5f;
-            const float cbin = c_rot + (float)(D / 2) - 0.5f;
-            const int r = py + i, c = px + j;
-            int key = -1;
-            float votes[8];
+        for (int top = -reach; top <= reach; top += 32) {
+            // This lane's row of the batch and its run of columns.
+            const int row = top + lane;
+            float lo = (float)max(-reach, 1 - px), hi = (float)min(reach, w - 2 - px);
+            if (row > reach || py + row < 1 || py + row > h - 2) hi = lo - 1.f;
+            cut_to_band(cos_t, -(float)row * sin_t, lo, hi);  // c_rot
+            cut_to_band(sin_t, (float)row * cos_t, lo, hi);   // r_rot
+            const int first = (int)lo, length = max((int)(hi - lo) + 1, 0);
+            int start;
+            const int total = row_runs_scan(length, start);
+            for (int base = (threadIdx.x >> 5) * 32; base < total; base += blockDim.x) {
+                const int sample = base + lane;
+                int j;
+                const int i = top + row_runs_locate(sample, start, first, j);
+                const float fi = (float)i, fj = (float)j;
+                const float c_rot = fj * cos_t - fi * sin_t;
+                const float r_rot = fj * sin_t + fi * cos_t;
+                const float rbin = r_rot + (float)(D / 2) - 0.5f;
+                const float cbin = c_rot + (float)(D / 2) - 0.5f;
+                int key = -1;
+                float votes[VOTES];
 #pragma unroll
-            for (int v = 0; v < 8; ++v) votes[v] = 0.f;
-            if (k < samples && rbin > -1.f && rbin < (float)D && cbin > -1.f && cbin < (float)D &&
-                r > 0 && r < h - 1 && c > 0 && c < w - 1) {
-                const float* p = image + r * w + c;
-                float dx = __ldg(p + 1) - __ldg(p - 1);
-                float dy = __ldg(p - w) - __ldg(p + w);
-                float weight = expf((c_rot * c_rot + r_rot * r_rot) * exp_scale);
-                float magnitude = sqrtf(dx * dx + dy * dy) * weight;
-                float obin = (fast_atan2_degrees(dy, dx) - ori) * bins_per_degree;
-                float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
-                float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
-                int o = (((int)o0 % N) + N) % N;
-                key = ((int)r0 + 1) * ROW + ((int)c0 + 1) * (N + 2) + o;
-                // Vote order (dr, dc, do) and product order as src/cpu/sift/descriptor.rs.
-                const float wr[2] = {1.f - fr, fr}, wc[2] = {1.f - fc, fc}, wo[2] = {1.f - fo, fo};
+                for (int v = 0; v < VOTES; ++v) votes[v] = 0.f;
+                if (sample < total && rbin > -1.f && rbin < (float)D && cbin > -1.f &&
+                    cbin < (float)D) {
+                    const float* p = image + ((py + i) * w + px + j);
+                    float dx = __ldg(p + 1) - __ldg(p - 1);
+                    float dy = __ldg(p - w) - __ldg(p + w);
+                    float weight = expf((c_rot * c_rot + r_rot * r_rot) * exp_scale);
+                    float magnitude = sqrtf(dx * dx + dy * dy) * weight;
+                    float obin = (fast_atan2_degrees(dy, dx) - ori) * bins_per_degree;
+                    float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
+                    float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
+                    int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
+                    key = ((int)r0 + 1) * KEY_ROW + ((int)c0 + 1) * N + o;
+                    // Vote order (dr, dc, do) and product order as src/cpu/sift/descriptor.rs.
+                    const float wr[2] = {1.f - fr, fr}, wc[2] = {1.f - fc, fc}, wo[2] = {1.f - fo, fo};
 #pragma unroll
-                for (int v = 0; v < 8; ++v) votes[v] = magnitude * wr[v >> 2] * wc[(v >> 1) & 1] * wo[v & 1];
-            }
-            if (!__any_sync(0xffffffffu, key >= 0)) continue;  // a strip outside the window
-            unsigned int peers = warp_reduce_by_key(key, votes);
-            const bool writer = key >= 0 && reduce_by_key_writer(peers);
+                    for (int v = 0; v < VOTES; ++v)
+                        votes[v] = magnitude * wr[v >> 2] * wc[(v >> 1) & 1] * wo[v & 1];
+                }
+                if (!__any_sync(0xffffffffu, key >= 0)) continue;  // margin samples only
+                unsigned int peers = warp_reduce_by_key(key, votes);
+                if (key >= 0 && reduce_by_key_writer(peers)) {
 #pragma unroll
-            for (int v = 0; v < VOTES; ++v) {
-                if (writer) own[key + (v >> 2) * ROW + ((v >> 1) & 1) * (N + 2) + (v & 1)] += votes[v];
-                __syncwarp();  // the next vote of another writer may go to this bin
+                    for (int v = 0; v < VOTES; ++v) sub[v * KEYS + key] += votes[v];
+                }
+                __syncwarp();  // the next strip's writers may add to these words
             }
         }
         __syncthreads();
-        for (int b = threadIdx.x; b < HIST; b += blockDim.x) {
-            float sum = shared[b];
-            for (int wp = 1; wp < n_warps; ++wp) sum += shared[wp * HIST + b];
-            hist[b] = sum;
+        // Gather the 128 values, bin b = 8 * cell + o of spatial cell (r, c) (from 1).
+        // Bin (r, c, o) of the histogram takes vote (dr, dc, do) of key
+        // (r - dr, c - dc, o - do), o - do taken mod N: the wrap bin folded in.
+        for (int b = threadIdx.x; b < LENGTH; b += blockDim.x) {
+            const int cell = b / N, o = b % N, r = cell / D + 1, c = cell % D + 1;
+            float v = 0.f;
+            for (int wp = 0; wp < warps; ++wp) {
+#pragma unroll
+                for (int vote = 0; vote < VOTES; ++vote) {
+                    const int dr = vote >> 2, dc = (vote >> 1) & 1, dor = vote & 1;
+                    v += shared[wp * (VOTES * KEYS) + vote * KEYS + (r - dr) * KEY_ROW +
+                                (c - dc) * N + (o - dor + N) % N];
+                }
+            }
+            gathered[b] = v;
         }
         __syncthreads();
-        if (warp != 0) continue;
-        // Fold the wrap bins and gather the 128 values: lane l holds bins 4l .. 4l+3,
-        // all of spatial cell l / 2.
-        const int cell = lane >> 1, row = cell / D, col = cell % D;
-        const int at = ((row + 1) * (D + 2) + (col + 1)) * (N + 2);
+        if (threadIdx.x >= 32) continue;
+        // Lane l holds bins 4l .. 4l+3, all of spatial cell l / 2.
         float values[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            int o = (lane & 1) * 4 + q;
-            float v = hist[at + o];
-            if (o == 0) v += hist[at + N];
-            if (o == 1) v += hist[at + N + 1];
-            values[q] = v;
-        }
+        for (int q = 0; q < 4; ++q) values[q] = gathered[4 * lane + q];
         float norm = sqrtf(warp_sum(values[0] * values[0] + values[1] * values[1] +
                                     values[2] * values[2] + values[3] * values[3]));
         const float clamp = norm * 0.2f;

@@ -16,16 +16,21 @@ pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
 /// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
-/// one; descriptor, a (4+2) x (4+2) x (8+2) histogram per warp.
+/// one; descriptor, 8 per-vote sub-histograms of 5 x 5 x 8 first bins per warp and the
+/// block's 128 gathered values.
 const ORIENTATION_BINS: usize = 36;
-const DESCRIBE_FLOATS_PER_WARP: usize = 360;
-/// Warps that share one keypoint in the orientation and descriptor kernels, at most:
-/// beyond this most keypoints' windows leave warps idle.
+const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
+const DESCRIBE_VALUES: usize = 128;
+/// Warps that share one keypoint in the orientation kernel, at most: beyond this most
+/// keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
+/// Warps that share one keypoint in the descriptor kernel: a warp alone spends ~120 us
+/// on the largest windows (H200), so the block's warps split every window; 8 warps fit
+/// half as many blocks per SM and gained nothing (perf/RESULTS.md, siftdesc).
+const DESCRIBE_THREADS: u32 = 4 * WARP;
 /// Kernels with a thread per candidate or keypoint (thousands, not millions): small
 /// blocks, so the work spreads over every SM.
 const ITEM_MAX_THREADS: u32 = 4 * WARP;
-const DESCRIBE_MAX_THREADS: u32 = 4 * WARP;
 /// The extrema kernel's warps take independent strips: blocks of a few warps let the
 /// occupancy API fit the most of them.
 const EXTREMA_MAX_THREADS: u32 = 8 * WARP;
@@ -38,8 +43,9 @@ extern "C" fn orientation_shared_memory(block: c_int) -> usize {
     (block.max(0) as usize / WARP as usize + 1) * ORIENTATION_BINS * 4
 }
 
-extern "C" fn describe_shared_memory(block: c_int) -> usize {
-    (block.max(0) as usize / WARP as usize) * DESCRIBE_FLOATS_PER_WARP * 4
+/// Shared bytes of a descriptor block of `threads`.
+const fn describe_shared_memory(threads: u32) -> u32 {
+    ((threads / WARP) as usize * DESCRIBE_FLOATS_PER_WARP + DESCRIBE_VALUES) as u32 * 4
 }
 
 /// A kernel and how it is launched.
@@ -173,11 +179,11 @@ impl Kernels {
                 no_shared_memory,
                 ITEM_MAX_THREADS,
             )?,
-            describe: sized(
+            describe: fixed(
                 "sift_describe",
                 "sift_describe",
-                describe_shared_memory,
-                DESCRIBE_MAX_THREADS,
+                DESCRIBE_THREADS,
+                describe_shared_memory(DESCRIBE_THREADS),
             )?,
         })
     }

@@ -52,6 +52,23 @@ const BLOCK: u32 = 256;
 /// kernels/orb/detect.cu).
 const SCORE_TILE_W: usize = 64;
 const SCORE_TILE_H: usize = 32;
+/// Gaussian tap `i` of the descriptors' smoothing as a byte (a tap of 256 or more
+/// fails the build).
+const fn smoothing_tap(i: usize) -> u32 {
+    assert!(
+        GAUSSIAN_TAPS[i] < 256,
+        "orb_fast_score takes the smoothing taps as bytes"
+    );
+    GAUSSIAN_TAPS[i] as u32
+}
+/// The smoothing taps packed for `orb_fast_score`'s byte dot products (`SmoothTaps` in
+/// kernels/orb/detect.cu): w0..w3; w4, w5, w6, 0; 0, w0, w1, w2; w3..w6 (byte 0 first).
+const SMOOTH_TAP_WORDS: [u32; 4] = [
+    smoothing_tap(0) | smoothing_tap(1) << 8 | smoothing_tap(2) << 16 | smoothing_tap(3) << 24,
+    smoothing_tap(4) | smoothing_tap(5) << 8 | smoothing_tap(6) << 16,
+    smoothing_tap(0) << 8 | smoothing_tap(1) << 16 | smoothing_tap(2) << 24,
+    smoothing_tap(3) | smoothing_tap(4) << 8 | smoothing_tap(5) << 16 | smoothing_tap(6) << 24,
+];
 /// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
 /// kernels/orb/pyramid.cu).
 const RESIZE_RUN: usize = 128;
@@ -222,7 +239,6 @@ impl Kernels {
 /// Tables that do not depend on the image size.
 struct Constants {
     arc: DeviceBuffer,
-    smooth_taps: DeviceBuffer,
     umax: DeviceBuffer,
     pattern: DeviceBuffer,
 }
@@ -283,12 +299,10 @@ impl CudaOrbExtractor {
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
         let arc: Vec<u64> = arc_table().to_vec();
-        let smooth_taps: Vec<i32> = GAUSSIAN_TAPS.iter().map(|&t| t as i32).collect();
         let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
         let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
         let constants = Constants {
             arc: DeviceBuffer::from_slice(ctx, &arc)?,
-            smooth_taps: DeviceBuffer::from_slice(ctx, &smooth_taps)?,
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
@@ -585,7 +599,10 @@ impl CudaOrbExtractor {
                     .arg(&n_levels)
                     .arg(&self.constants.arc.ptr)
                     .arg(&min_threshold)
-                    .arg(&self.constants.smooth_taps.ptr)
+                    .arg(&SMOOTH_TAP_WORDS[0])
+                    .arg(&SMOOTH_TAP_WORDS[1])
+                    .arg(&SMOOTH_TAP_WORDS[2])
+                    .arg(&SMOOTH_TAP_WORDS[3])
                     .arg(&plan.scores.ptr)
                     .arg(&plan.smoothed.ptr)
                     .launch(cfg(blocks, BLOCK))

@@ -301,12 +301,14 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     unsigned int taps_x012,
     unsigned int taps_3456,
     unsigned char* __restrict__ scores,
+    unsigned int* __restrict__ corner_bits,   // a bit per pixel: a corner at `threshold`
     unsigned char* __restrict__ smoothed) {  // same layout as `pyramid`
     __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
     __shared__ uint4 row_pairs[SPAN_PAIRS][SCORE_TILE_W / 4];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
+    __shared__ unsigned int corner_words[SCORE_WARPS][WARP_ROWS * 2];  // the warp's rows' bitmap words
     for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
     load_levels(levels, level_table, n_levels);
     __syncthreads();
@@ -322,6 +324,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;
         unsigned char* level_scores = scores + offset;
+        if (lane < WARP_ROWS * 2) corner_words[warp][lane] = 0u;  // ordered by the pre-test's __syncwarp
         stage_tile(pixels, pyramid + offset, width, height, tile.x0, tile.y0);
         __syncthreads();
         smooth_rows(pixels, row_pairs, taps);
@@ -359,6 +362,16 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
             level_scores[(tile.y0 + r) * width + tile.x0 + c] =
                 (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
+            atomicOr(&corner_words[warp][(r - warp * WARP_ROWS) * 2 + c / 32], 1u << (c % 32));
+        }
+        // The warp's rows of the corner bitmap: the tile's 64-pixel rows are two whole
+        // words (x0 is a multiple of 64), so no other warp writes them.
+        __syncwarp();
+        if (lane < WARP_ROWS * 2) {
+            const int y = tile.y0 + warp * WARP_ROWS + lane / 2, x = tile.x0 + 32 * (lane % 2);
+            if (y < height && x < width)
+                corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
+                    corner_words[warp][lane];
         }
         // Every row sum is written and every read of `pixels` done: the next tile's
         // staging waits at its own barrier for this tile's vertical pass.
@@ -388,8 +401,6 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
 // (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
 #define CELL_LIST 1024
-// Rows of a cell a thread loads at once in the survivor scan.
-#define SCAN_ROWS 8
 // Threads of a block, 32 x 4 (CELL_THREADS in src/cuda/orb.rs).
 #define CELL_THREADS 128
 
@@ -403,10 +414,14 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
-// At most 32 registers on sm_90 (16 blocks per SM): the scan is bound by load latency,
-// so more resident blocks pay more than the few spilled bytes cost.
+// The survivors are looked for among the corners only, from the bitmap orb_fast_score
+// writes: every pixel with s >= min_fast_threshold is a corner at that threshold and
+// has its bit, so the scan reads one word per 32 pixels instead of every score. At
+// most 32 registers on sm_90 (16 blocks per SM): more resident blocks hide the load
+// latency better than the few spilled bytes cost.
 extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
+    const unsigned int* __restrict__ corner_bits,  // orb_fast_score's bitmap
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     int total_cells,
@@ -442,31 +457,29 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = scores + lv.offset;
         unsigned int strong = 0;
-        // SCAN_ROWS rows' scores are loaded before any is tested, so a thread waits for
-        // one global load round trip per SCAN_ROWS pixels, not per pixel; most pixels
-        // then fail the first test of survives_nms (s < min_fast_threshold).
-        for (int y = y0 + (int)threadIdx.y; y < y1; y += SCAN_ROWS * blockDim.y)
-            for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
-                int centres[SCAN_ROWS];
-#pragma unroll
-                for (int j = 0; j < SCAN_ROWS; ++j) {
-                    const int row = y + j * (int)blockDim.y;
-                    centres[j] = row < y1 ? level_scores[row * lv.width + x] : 0;
-                }
-#pragma unroll
-                for (int j = 0; j < SCAN_ROWS; ++j) {
-                    const int row = y + j * (int)blockDim.y;
-                    if (centres[j] < min_fast_threshold) continue;
-                    const unsigned char* s = level_scores + row * lv.width + x;
-                    if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
-                    strong += centres[j] >= fast_threshold;
-                    const unsigned int k = warp_append(&weak_count, 0);
-                    if (k < CELL_LIST) {
-                        listed_yx[k] = ((unsigned int)row << 16) | (unsigned int)x;
-                        listed_score[k] = (unsigned char)centres[j];
-                    }
+        // A thread takes one bitmap word of one row of the cell at a time (x0 and x1
+        // cut the first and last words) and tests the pixels of its set bits.
+        const unsigned int* level_bits = corner_bits + lv.corner_words;
+        const int first_word = x0 / 32, last_word = (x1 - 1) / 32, row_words = corner_row_words(lv.width);
+        const int cell_words = last_word - first_word + 1;
+        for (int item = thread; item < (y1 - y0) * cell_words; item += threads) {
+            const int y = y0 + item / cell_words, word = first_word + item % cell_words;
+            unsigned int bits = level_bits[y * row_words + word];
+            if (word == first_word) bits &= ~0u << (x0 % 32);
+            if (word == last_word) bits &= ~0u >> (31 - (x1 - 1) % 32);
+            for (; bits; bits &= bits - 1) {
+                const int x = word * 32 + __ffs(bits) - 1;
+                const unsigned char* s = level_scores + y * lv.width + x;
+                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
+                const int centre = s[0];
+                strong += centre >= fast_threshold;
+                const unsigned int k = warp_append(&weak_count, 0);
+                if (k < CELL_LIST) {
+                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
+                    listed_score[k] = (unsigned char)centre;
                 }
             }
+        }
         if (strong) atomicAdd(&strong_count, strong);
         __syncthreads();
         const int threshold = strong_count ? fast_threshold : min_fast_threshold;

@@ -98,6 +98,7 @@ struct OrbLevel {
     cell_offset: i32,
     cand_offset: i32,
     cand_capacity: i32,
+    corner_words: i32,
 }
 
 /// Mirrors `ResizeTap` in kernels/orb/pyramid.cu.
@@ -164,6 +165,9 @@ struct Plan {
     pyramid: DeviceBuffer,
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
+    /// A bit per pixel, rows of whole words per level: the corners `orb_fast_score`
+    /// found, which `orb_cell_candidates` scans instead of every score.
+    corner_bits: DeviceBuffer,
     barrier: DeviceBuffer,
     /// Zeroed each frame: level counts, score histograms.
     counters: DeviceBuffer,
@@ -427,7 +431,7 @@ impl CudaOrbExtractor {
         let edge = c.edge_threshold as usize;
         let mut levels = Vec::with_capacity(geometry.len());
         let mut taps = Vec::new();
-        let (mut offset, mut cells, mut slots) = (0usize, 0usize, 0usize);
+        let (mut offset, mut cells, mut slots, mut corner_words) = (0usize, 0usize, 0usize, 0usize);
         for (l, g) in geometry.iter().enumerate() {
             let mut level = OrbLevel {
                 width: to_i32(g.width, "width")?,
@@ -438,6 +442,7 @@ impl CudaOrbExtractor {
                 cell_h: 1,
                 cell_offset: to_i32(cells, "cells")?,
                 cand_offset: to_i32(slots, "candidates")?,
+                corner_words: to_i32(corner_words, "corner bitmap")?,
                 ..OrbLevel::default()
             };
             if l > 0 {
@@ -478,6 +483,8 @@ impl CudaOrbExtractor {
                 slots += capacity;
             }
             offset += g.width * g.height;
+            // corner_row_words in kernels/common/levels.cuh.
+            corner_words += g.width.div_ceil(32) * g.height;
             levels.push(level);
         }
         let unified = self.unified;
@@ -507,6 +514,7 @@ impl CudaOrbExtractor {
             pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             scores: DeviceBuffer::new(ctx, offset)?,
+            corner_bits: DeviceBuffer::new(ctx, corner_words.max(1) * size_of::<u32>())?,
             barrier,
             counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
             cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
@@ -604,6 +612,7 @@ impl CudaOrbExtractor {
                     .arg(&SMOOTH_TAP_WORDS[2])
                     .arg(&SMOOTH_TAP_WORDS[3])
                     .arg(&plan.scores.ptr)
+                    .arg(&plan.corner_bits.ptr)
                     .arg(&plan.smoothed.ptr)
                     .launch(cfg(blocks, BLOCK))
             };
@@ -640,6 +649,7 @@ impl CudaOrbExtractor {
             stream
                 .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)
+                .arg(&plan.corner_bits.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&plan.total_cells)

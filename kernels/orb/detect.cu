@@ -276,7 +276,8 @@ __device__ __forceinline__ int pre_test_warp_pixels(const unsigned char (*pixels
 
 // s(p) for every pixel of levels first_level .. n_levels - 1 (0 outside the ring-safe
 // area and for pixels that are no corner at `threshold`, the lowest threshold any cell
-// uses), and the smoothed levels the descriptors sample, from the same staged tiles.
+// uses), its bit in `corner_bits` for every corner (the cell scan's input), and the
+// smoothed levels the descriptors sample, from the same staged tiles.
 // Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
 // resized levels after it. Blocks take (level, tile) work items in turn (a persistent
 // grid). Each warp works on its own
@@ -285,10 +286,11 @@ __device__ __forceinline__ int pre_test_warp_pixels(const unsigned char (*pixels
 // and the 65,536-bit arc table staged in shared memory; the score, of corners only.
 // The only block barriers are after the staging and before the smoothing's vertical
 // pass, so the warps of a block never wait for each other's short lists. At most 40
-// registers (a few bytes spill in the score): 6 blocks per SM instead of 4, full
-// occupancy on Orin (sm_87, 1,536 threads per SM). With the cell scan's bound below:
-// 8 SMs 1080p 0.876 -> 0.743 ms, full chip within 0.005 ms (perf/RESULTS.md, helper
-// orbdetect).
+// registers: 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
+// threads per SM). On 8 SMs the kernel is bound by instruction issue, so every step
+// counts instructions per pixel: byte dot products for the smoothing, 3-instruction
+// byte compares for the masks, no bounds checks on interior tiles (perf/RESULTS.md,
+// helpers orbdetect and orbdet8).
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,

@@ -419,8 +419,10 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // The survivors are looked for among the corners only, from the bitmap orb_fast_score
 // writes: every pixel with s >= min_fast_threshold is a corner at that threshold and
 // has its bit, so the scan reads one word per 32 pixels instead of every score. At
-// most 32 registers on sm_90 (16 blocks per SM): more resident blocks hide the load
-// latency better than the few spilled bytes cost.
+// most 32 registers on sm_90 (16 blocks per SM), the resident blocks that hide the
+// loads' latency (no spill since the bitmap scan). Blocks of one or two warps (32
+// per SM) were faster on 8 SMs but slower at 640x480 on the full chip
+// (perf/RESULTS.md, helper orbdet8).
 extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
     const unsigned int* __restrict__ corner_bits,  // orb_fast_score's bitmap

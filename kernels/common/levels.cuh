@@ -1,5 +1,5 @@
 // Pyramid level geometry shared by the ORB kernels. Mirrors `OrbLevel` in
-// src/cuda/orb/plan.rs (repr(C), thirteen i32): change both together.
+// src/cuda/orb.rs (repr(C), fourteen i32): change both together.
 #pragma once
 
 struct OrbLevel {
@@ -13,7 +13,11 @@ struct OrbLevel {
     int cell_offset;   // first cell of the level in the per-cell arrays
     int cand_offset;   // first slot of the level in the candidate arrays
     int cand_capacity; // slots of the level: more than strict 3x3 NMS can keep
+    int corner_words;  // first word of the level's corner bitmap (corner_row_words per row)
 };
+
+// Words of a row of a level's corner bitmap: bit b of word w is pixel 32w + b.
+__device__ __forceinline__ int corner_row_words(int width) { return (width + 31) / 32; }
 
 #define ORB_MAX_LEVELS 32
 

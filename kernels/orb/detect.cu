@@ -7,11 +7,6 @@
 
 #define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
 
-// One bit per byte lane of a __vcmp*4 result (0x00 or 0xff per byte): byte i -> bit i.
-__device__ __forceinline__ unsigned int byte_mask_bits(unsigned int lanes) {
-    return (((lanes & 0x80808080u) >> 7) * 0x10204080u) >> 28;
-}
-
 __device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int mask) {
     return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
 }
@@ -26,16 +21,44 @@ __device__ __forceinline__ int ring_offset(int i) {
 }
 
 // The ring pixels of the pixel at `p`, packed four per word: byte k of word w = ring
-// pixel 4w + k (the masks' input).
+// pixel 4k + w (the masks' input; in this order ring_mask gathers the mask bits in
+// ring order with one shift and one logic op per word).
 template <int pitch>
 __device__ __forceinline__ void load_ring(const unsigned char* p, unsigned int* ring) {
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
         unsigned int word = 0;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) word |= (unsigned int)p[ring_offset<pitch>(4 * w + k)] << (8 * k);
+        for (int k = 0; k < 4; ++k) word |= (unsigned int)p[ring_offset<pitch>(4 * k + w)] << (8 * k);
         ring[w] = word;
     }
+}
+
+#define BYTE_TOPS 0x80808080u
+#define BYTE_LOW7 0x7f7f7f7fu
+#define BYTE_ONES 0x01010101u
+
+// Unsigned a > b in every byte, valid in each byte's top bit only (the other bits are
+// garbage, ring_mask drops them); `b_low` is (b & 0x7f7f7f7f) + 0x01010101. Per byte,
+// (a | 0x80) - ((b & 0x7f) + 1) stays within 0..254, so no borrow crosses bytes, and
+// its top bit says whether a's low seven bits exceed b's; the top bits of a and b then
+// decide by majority (a's set and b's clear: greater; equal: the low bits' answer).
+// sm_90 has no byte-SIMD compare: __vcmpgtu4 is emulated in 6 instructions plus 4 to
+// turn its 0x00 / 0xff bytes into bits; this takes 3.
+__device__ __forceinline__ unsigned int bytes_greater(unsigned int a, unsigned int b, unsigned int b_low) {
+    const unsigned int low = (a | BYTE_TOPS) - b_low;
+    return (a & ~b) | (low & (a | ~b));  // majority(a, ~b, low): one LOP3
+}
+
+// The 16-bit mask (bit i = ring pixel i) of bytes_greater's top bits over the four
+// ring words of load_ring: the top bit of byte k of word w moves to bit 8k + w, then
+// the bytes' nibbles fold into 16 bits.
+__device__ __forceinline__ unsigned int ring_mask(const unsigned int* greater) {
+    unsigned int nibbles = 0;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) nibbles |= (greater[w] >> (7 - w)) & (BYTE_ONES << w);
+    const unsigned int pairs = nibbles | (nibbles >> 4);  // byte 0: pixels 0-7, byte 2: 8-15
+    return __byte_perm(pairs, 0u, 0x4420);
 }
 
 // The corner decision at `threshold`: bright/dark 16-bit masks without branches, at
@@ -43,15 +66,16 @@ __device__ __forceinline__ void load_ring(const unsigned char* p, unsigned int* 
 __device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const unsigned int* arc, int threshold) {
     // c + t and c - t saturate to 255 and 0, where "r > 255" and "r < 0" are false,
     // exactly as the i32 comparisons of the reference.
-    const unsigned int above = (unsigned int)min(c + threshold, 255) * 0x01010101u;
-    const unsigned int below = (unsigned int)max(c - threshold, 0) * 0x01010101u;
-    unsigned int bright = 0, dark = 0;
+    const unsigned int above = (unsigned int)min(c + threshold, 255) * BYTE_ONES;
+    const unsigned int below = (unsigned int)max(c - threshold, 0) * BYTE_ONES;
+    const unsigned int above_low = (above & BYTE_LOW7) + BYTE_ONES;
+    unsigned int brighter[4], darker[4];
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-        bright |= byte_mask_bits(__vcmpgtu4(ring[w], above)) << (4 * w);
-        dark |= byte_mask_bits(__vcmpltu4(ring[w], below)) << (4 * w);
+        brighter[w] = bytes_greater(ring[w], above, above_low);
+        darker[w] = bytes_greater(below, ring[w], (ring[w] & BYTE_LOW7) + BYTE_ONES);
     }
-    return arc_lookup(arc, bright) || arc_lookup(arc, dark);
+    return arc_lookup(arc, ring_mask(brighter)) || arc_lookup(arc, ring_mask(darker));
 }
 
 // Largest t at which the pixel at `p` is a corner: over the 16 arcs A of 9 ring
@@ -152,39 +176,108 @@ __device__ __forceinline__ void stage_tile(unsigned char (*pixels)[SCORE_PITCH],
 // The separable 7x7 Gaussian (docs/orb-reference.md section 7) of the staged tile, in
 // fixed point: the taps sum to 256, so a horizontal sum fits 16 bits and the two
 // passes scale by 2^16; integer sums are exact, so this is the reference's value.
-// Horizontal pass over every staged row into `rows`; the vertical one (after a block
-// barrier) writes the tile's pixels inside the level.
+// The taps come packed as bytes (each is under 256; src/cuda/orb.rs packs them):
+// `taps_0123` = w0..w3, `taps_456` = w4, w5, w6, 0, `taps_x012` = 0, w0, w1, w2,
+// `taps_3456` = w3..w6. Byte dot products do the arithmetic: __dp4a sums four
+// pixel x tap products, __dp2a two 16-bit row sums x taps.
+struct SmoothTaps {
+    unsigned int taps_0123, taps_456, taps_x012, taps_3456;
+};
+
+// Rows of horizontal sums stored in pairs: word c of pair p holds row 2p's sum at
+// column c in its low half and row 2p + 1's in its high half, the operand layout of
+// __dp2a in the vertical pass.
+#define SPAN_PAIRS (SCORE_SPAN_H / 2)
+
+// Horizontal pass over every staged row: a thread sums 4 neighbouring columns of a
+// pair of rows from 3 aligned words per row (funnel shifts align each column's 7
+// pixels into two words) and stores them with one 16-byte store.
 __device__ __forceinline__ void smooth_rows(const unsigned char (*pixels)[SCORE_PITCH],
-                                            unsigned short (*rows)[SCORE_TILE_W], const int* weights) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS)
+                                            uint4 (*row_pairs)[SCORE_TILE_W / 4], SmoothTaps taps) {
+    for (unsigned int item = threadIdx.x; item < SPAN_PAIRS * (SCORE_TILE_W / 4); item += SCORE_THREADS) {
+        const unsigned int pair = item / (SCORE_TILE_W / 4), group = item % (SCORE_TILE_W / 4);
+        unsigned int sums[2][4];
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-            const int c = lane + 32 * half;
-            unsigned int h = 0;
+            const unsigned int* words = reinterpret_cast<const unsigned int*>(pixels[2 * pair + half]) + group;
+            const unsigned int w0 = words[0], w1 = words[1], w2 = words[2];
 #pragma unroll
-            for (int i = 0; i < 7; ++i) h += (unsigned int)weights[i] * pixels[r][c + i];
-            rows[r][c] = (unsigned short)h;
+            for (int k = 0; k < 4; ++k)
+                sums[half][k] = __dp4a(__funnelshift_r(w0, w1, 8 * k), taps.taps_0123,
+                                       __dp4a(__funnelshift_r(w1, w2, 8 * k), taps.taps_456, 0u));
         }
+        // Each sum is under 2^16: the pair's halves by byte permutation.
+        row_pairs[pair][group] =
+            make_uint4(__byte_perm(sums[0][0], sums[1][0], 0x5410), __byte_perm(sums[0][1], sums[1][1], 0x5410),
+                       __byte_perm(sums[0][2], sums[1][2], 0x5410), __byte_perm(sums[0][3], sums[1][3], 0x5410));
+    }
 }
 
-__device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCORE_TILE_W], const int* weights,
+// Vertical pass: a thread takes one column and 8 rows of the tile (the 256 threads
+// cover its 64 x 32 pixels), reading the 7 row pairs they span once, and writes the
+// pixels inside the level.
+#define SMOOTH_COLUMN_ROWS (SCORE_TILE_H * SCORE_TILE_W / SCORE_THREADS)
+__device__ __forceinline__ void smooth_columns(const unsigned int (*row_pairs)[SCORE_TILE_W], SmoothTaps taps,
                                                unsigned char* out, int width, int height, int x0, int y0) {
+    const int c = threadIdx.x % SCORE_TILE_W, r0 = threadIdx.x / SCORE_TILE_W * SMOOTH_COLUMN_ROWS;
+    if (x0 + c >= width) return;
+    unsigned int pairs[SMOOTH_COLUMN_ROWS / 2 + 3];
+#pragma unroll
+    for (int i = 0; i < SMOOTH_COLUMN_ROWS / 2 + 3; ++i) pairs[i] = row_pairs[r0 / 2 + i][c];
+    const int rows_inside = height - (y0 + r0);
+    unsigned char* column = out + (y0 + r0) * width + x0 + c;
+#pragma unroll
+    for (int i = 0; i < SMOOTH_COLUMN_ROWS / 2; ++i) {
+        // Row 2i: taps w0..w6 on rows 2i..2i + 6; row 2i + 1: on rows 2i + 1..2i + 7.
+        const unsigned int even = __dp2a_lo(pairs[i], taps.taps_0123,
+                                            __dp2a_hi(pairs[i + 1], taps.taps_0123,
+                                                      __dp2a_lo(pairs[i + 2], taps.taps_456,
+                                                                __dp2a_hi(pairs[i + 3], taps.taps_456, 0u))));
+        const unsigned int odd = __dp2a_lo(pairs[i], taps.taps_x012,
+                                           __dp2a_hi(pairs[i + 1], taps.taps_x012,
+                                                     __dp2a_lo(pairs[i + 2], taps.taps_3456,
+                                                               __dp2a_hi(pairs[i + 3], taps.taps_3456, 0u))));
+        if (2 * i < rows_inside) column[0] = (unsigned char)((even + (1u << 15)) >> 16);
+        column += width;
+        if (2 * i + 1 < rows_inside) column[0] = (unsigned char)((odd + (1u << 15)) >> 16);
+        column += width;
+    }
+}
+
+// The pre-test of a warp's WARP_PIXELS pixels of the staged tile at (x0, y0): lane l
+// takes columns l and l + 32 of the warp's rows; every lane takes the same steps, so
+// the ballots see the whole warp. The survivors go to the warp's `list`
+// (r * SCORE_TILE_W + c); every pixel inside the level gets score 0 here, which the
+// score pass overwrites for the corners. Returns the number listed. `interior`: the
+// tile lies within the ring-safe area, so no pixel needs a bounds check.
+template <bool interior>
+__device__ __forceinline__ int pre_test_warp_pixels(const unsigned char (*pixels)[SCORE_PITCH], int threshold,
+                                                    unsigned char* level_scores, int width, int height, int x0,
+                                                    int y0, unsigned short* list) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const unsigned int lanes_below = (1u << lane) - 1u;
+    unsigned char* row_scores = level_scores + (y0 + warp * WARP_ROWS) * width + x0 + lane;
+    int listed = 0;
 #pragma unroll
     for (int i = 0; i < WARP_PIXELS / 32; ++i) {
         const int r = warp * WARP_ROWS + i / 2, c = lane + 32 * (i % 2);
-        if (y0 + r >= height || x0 + c >= width) continue;
-        unsigned int v = 0;
-#pragma unroll
-        for (int j = 0; j < 7; ++j) v += (unsigned int)weights[j] * rows[r + j][c];
-        out[(y0 + r) * width + x0 + c] = (unsigned char)((v + (1u << 15)) >> 16);
+        const int y = y0 + r, x = x0 + c;
+        const bool ring_safe = interior || (x >= RING_RADIUS && x < width - RING_RADIUS && y >= RING_RADIUS &&
+                                            y < height - RING_RADIUS);
+        const bool candidate =
+            ring_safe && may_be_corner<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS], threshold);
+        const unsigned int passed = __ballot_sync(0xffffffffu, candidate);
+        if (candidate) list[listed + __popc(passed & lanes_below)] = (unsigned short)(r * SCORE_TILE_W + c);
+        listed += __popc(passed);
+        if (interior || (x < width && y < height)) row_scores[(i / 2) * width + 32 * (i % 2)] = 0;
     }
+    return listed;
 }
 
 // s(p) for every pixel of levels first_level .. n_levels - 1 (0 outside the ring-safe
 // area and for pixels that are no corner at `threshold`, the lowest threshold any cell
-// uses), and the smoothed levels the descriptors sample, from the same staged tiles.
+// uses), its bit in `corner_bits` for every corner (the cell scan's input), and the
+// smoothed levels the descriptors sample, from the same staged tiles.
 // Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
 // resized levels after it. Blocks take (level, tile) work items in turn (a persistent
 // grid). Each warp works on its own
@@ -193,10 +286,11 @@ __device__ __forceinline__ void smooth_columns(const unsigned short (*rows)[SCOR
 // and the 65,536-bit arc table staged in shared memory; the score, of corners only.
 // The only block barriers are after the staging and before the smoothing's vertical
 // pass, so the warps of a block never wait for each other's short lists. At most 40
-// registers (a few bytes spill in the score): 6 blocks per SM instead of 4, full
-// occupancy on Orin (sm_87, 1,536 threads per SM). With the cell scan's bound below:
-// 8 SMs 1080p 0.876 -> 0.743 ms, full chip within 0.005 ms (perf/RESULTS.md, helper
-// orbdetect).
+// registers: 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
+// threads per SM). On 8 SMs the kernel is bound by instruction issue, so every step
+// counts instructions per pixel: byte dot products for the smoothing, 3-instruction
+// byte compares for the masks, no bounds checks on interior tiles (perf/RESULTS.md,
+// helpers orbdetect and orbdet8).
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     const unsigned char* __restrict__ pyramid,
     const OrbLevel* __restrict__ level_table,
@@ -204,19 +298,23 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
     int n_levels,
     const unsigned int* __restrict__ arc_bits,
     int threshold,
-    const int* __restrict__ smooth_taps,  // 7 weights summing to 256
+    unsigned int taps_0123,  // the smoothing's 7 taps as bytes (SmoothTaps)
+    unsigned int taps_456,
+    unsigned int taps_x012,
+    unsigned int taps_3456,
     unsigned char* __restrict__ scores,
+    unsigned int* __restrict__ corner_bits,   // a bit per pixel: a corner at `threshold`
     unsigned char* __restrict__ smoothed) {  // same layout as `pyramid`
     __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    __shared__ int weights[7];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
-    __shared__ unsigned short rows[SCORE_SPAN_H][SCORE_TILE_W];
+    __shared__ uint4 row_pairs[SPAN_PAIRS][SCORE_TILE_W / 4];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
+    __shared__ unsigned int corner_words[SCORE_WARPS][WARP_ROWS * 2];  // the warp's rows' bitmap words
     for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
     load_levels(levels, level_table, n_levels);
-    if (threadIdx.x < 7) weights[threadIdx.x] = smooth_taps[threadIdx.x];
     __syncthreads();
+    const SmoothTaps taps = {taps_0123, taps_456, taps_x012, taps_3456};
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const unsigned int lanes_below = (1u << lane) - 1u;
     unsigned short* list = candidates[warp];
@@ -228,30 +326,20 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;
         unsigned char* level_scores = scores + offset;
+        if (lane < WARP_ROWS * 2) corner_words[warp][lane] = 0u;  // ordered by the pre-test's __syncwarp
         stage_tile(pixels, pyramid + offset, width, height, tile.x0, tile.y0);
         __syncthreads();
-        smooth_rows(pixels, rows, weights);
-        // Lane l takes columns l and l + 32 of the warp's rows. Every lane takes the
-        // same steps, so the ballots see the whole warp.
-        int listed = 0;
-#pragma unroll
-        for (int i = 0; i < WARP_PIXELS / 32; ++i) {
-            const int r = warp * WARP_ROWS + i / 2, c = lane + 32 * (i % 2);
-            const int y = tile.y0 + r, x = tile.x0 + c;
-            const bool ring_safe =
-                x >= RING_RADIUS && x < width - RING_RADIUS && y >= RING_RADIUS && y < height - RING_RADIUS;
-            const bool candidate =
-                ring_safe && may_be_corner<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS], threshold);
-            const unsigned int passed = __ballot_sync(0xffffffffu, candidate);
-            if (candidate)
-                list[listed + __popc(passed & lanes_below)] = (unsigned short)(r * SCORE_TILE_W + c);
-            else if (x < width && y < height)
-                level_scores[y * width + x] = 0;
-            listed += __popc(passed);
-        }
+        smooth_rows(pixels, row_pairs, taps);
+        const bool interior = tile.x0 >= RING_RADIUS && tile.x0 + SCORE_TILE_W <= width - RING_RADIUS &&
+                              tile.y0 >= RING_RADIUS && tile.y0 + SCORE_TILE_H <= height - RING_RADIUS;
+        const int listed =
+            interior ? pre_test_warp_pixels<true>(pixels, threshold, level_scores, width, height, tile.x0, tile.y0, list)
+                     : pre_test_warp_pixels<false>(pixels, threshold, level_scores, width, height, tile.x0, tile.y0,
+                                                   list);
         // The decision on the pre-test's survivors, 32 at a time; corners move down the
         // list in place (an entry is written at or below its own index, after the whole
-        // warp has read its 32).
+        // warp has read its 32). The barrier also orders the pre-test's zero scores
+        // before the score pass's writes of the same bytes by other lanes.
         __syncwarp();
         int corners = 0;
         for (int base = 0; base < listed; base += 32) {
@@ -264,7 +352,6 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
                 unsigned int ring[4];
                 load_ring<SCORE_PITCH>(p, ring);
                 corner = is_corner(ring, p[0], arc, threshold);
-                if (!corner) level_scores[(tile.y0 + r) * width + tile.x0 + c] = 0;
             }
             const unsigned int found = __ballot_sync(0xffffffffu, corner);
             __syncwarp();
@@ -277,11 +364,22 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
             level_scores[(tile.y0 + r) * width + tile.x0 + c] =
                 (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
+            atomicOr(&corner_words[warp][(r - warp * WARP_ROWS) * 2 + c / 32], 1u << (c % 32));
+        }
+        // The warp's rows of the corner bitmap: the tile's 64-pixel rows are two whole
+        // words (x0 is a multiple of 64), so no other warp writes them.
+        __syncwarp();
+        if (lane < WARP_ROWS * 2) {
+            const int y = tile.y0 + warp * WARP_ROWS + lane / 2, x = tile.x0 + 32 * (lane % 2);
+            if (y < height && x < width)
+                corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
+                    corner_words[warp][lane];
         }
         // Every row sum is written and every read of `pixels` done: the next tile's
         // staging waits at its own barrier for this tile's vertical pass.
         __syncthreads();
-        smooth_columns(rows, weights, smoothed + offset, width, height, tile.x0, tile.y0);
+        smooth_columns(reinterpret_cast<const unsigned int(*)[SCORE_TILE_W]>(row_pairs), taps, smoothed + offset,
+                       width, height, tile.x0, tile.y0);
     }
 }
 
@@ -305,8 +403,6 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
 // (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
 #define CELL_LIST 1024
-// Rows of a cell a thread loads at once in the survivor scan.
-#define SCAN_ROWS 8
 // Threads of a block, 32 x 4 (CELL_THREADS in src/cuda/orb.rs).
 #define CELL_THREADS 128
 
@@ -320,10 +416,16 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
-// At most 32 registers on sm_90 (16 blocks per SM): the scan is bound by load latency,
-// so more resident blocks pay more than the few spilled bytes cost.
+// The survivors are looked for among the corners only, from the bitmap orb_fast_score
+// writes: every pixel with s >= min_fast_threshold is a corner at that threshold and
+// has its bit, so the scan reads one word per 32 pixels instead of every score. At
+// most 32 registers on sm_90 (16 blocks per SM), the resident blocks that hide the
+// loads' latency (no spill since the bitmap scan). Blocks of one or two warps (32
+// per SM) were faster on 8 SMs but slower at 640x480 on the full chip
+// (perf/RESULTS.md, helper orbdet8).
 extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
     const unsigned char* __restrict__ scores,
+    const unsigned int* __restrict__ corner_bits,  // orb_fast_score's bitmap
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     int total_cells,
@@ -359,31 +461,29 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = scores + lv.offset;
         unsigned int strong = 0;
-        // SCAN_ROWS rows' scores are loaded before any is tested, so a thread waits for
-        // one global load round trip per SCAN_ROWS pixels, not per pixel; most pixels
-        // then fail the first test of survives_nms (s < min_fast_threshold).
-        for (int y = y0 + (int)threadIdx.y; y < y1; y += SCAN_ROWS * blockDim.y)
-            for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
-                int centres[SCAN_ROWS];
-#pragma unroll
-                for (int j = 0; j < SCAN_ROWS; ++j) {
-                    const int row = y + j * (int)blockDim.y;
-                    centres[j] = row < y1 ? level_scores[row * lv.width + x] : 0;
-                }
-#pragma unroll
-                for (int j = 0; j < SCAN_ROWS; ++j) {
-                    const int row = y + j * (int)blockDim.y;
-                    if (centres[j] < min_fast_threshold) continue;
-                    const unsigned char* s = level_scores + row * lv.width + x;
-                    if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
-                    strong += centres[j] >= fast_threshold;
-                    const unsigned int k = warp_append(&weak_count, 0);
-                    if (k < CELL_LIST) {
-                        listed_yx[k] = ((unsigned int)row << 16) | (unsigned int)x;
-                        listed_score[k] = (unsigned char)centres[j];
-                    }
+        // A thread takes one bitmap word of one row of the cell at a time (x0 and x1
+        // cut the first and last words) and tests the pixels of its set bits.
+        const unsigned int* level_bits = corner_bits + lv.corner_words;
+        const int first_word = x0 / 32, last_word = (x1 - 1) / 32, row_words = corner_row_words(lv.width);
+        const int cell_words = last_word - first_word + 1;
+        for (int item = thread; item < (y1 - y0) * cell_words; item += threads) {
+            const int y = y0 + item / cell_words, word = first_word + item % cell_words;
+            unsigned int bits = level_bits[y * row_words + word];
+            if (word == first_word) bits &= ~0u << (x0 % 32);
+            if (word == last_word) bits &= ~0u >> (31 - (x1 - 1) % 32);
+            for (; bits; bits &= bits - 1) {
+                const int x = word * 32 + __ffs(bits) - 1;
+                const unsigned char* s = level_scores + y * lv.width + x;
+                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
+                const int centre = s[0];
+                strong += centre >= fast_threshold;
+                const unsigned int k = warp_append(&weak_count, 0);
+                if (k < CELL_LIST) {
+                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
+                    listed_score[k] = (unsigned char)centre;
                 }
             }
+        }
         if (strong) atomicAdd(&strong_count, strong);
         __syncthreads();
         const int threshold = strong_count ? fast_threshold : min_fast_threshold;

@@ -32,27 +32,13 @@ __device__ __forceinline__ unsigned int blend(unsigned int p00, unsigned int p01
 // A zero weight means the second tap lies past the border: it is never read.
 __device__ __forceinline__ int second_tap(ResizeTap t) { return t.w1 ? t.src + 1 : t.src; }
 
-// A pixel of a level stored before this phase. Plain loads, cached in L1 (neighbouring
-// outputs share source pixels): other blocks wrote it before the grid barrier, whose
-// __threadfence also invalidates this SM's L1 (CCTL.IVALL), and no block reads a level
-// before the barrier that follows its writing.
-__device__ __forceinline__ unsigned int stored_pixel(const unsigned char* src, int src_width, int x, int y) {
-    return src[y * src_width + x];
-}
-
-// Pixel (x, y) of level `lv`, resized from the level below it, stored at `src`.
-__device__ __forceinline__ unsigned int resized_pixel(const unsigned char* src, int src_width,
-                                                     const ResizeTap* taps, const OrbLevel& lv, int x, int y) {
-    const ResizeTap tx = taps[lv.taps_x + x], ty = taps[lv.taps_y + y];
-    const int x1 = second_tap(tx), y1 = second_tap(ty);
-    return blend(stored_pixel(src, src_width, tx.src, ty.src), stored_pixel(src, src_width, x1, ty.src),
-                 stored_pixel(src, src_width, tx.src, y1), stored_pixel(src, src_width, x1, y1), tx, ty);
-}
-
 // Mirrors RESIZE_RUN in src/cuda/orb.rs, which sizes the grid to level 1's runs.
 #define RESIZE_RUN 128
 
-extern "C" __global__ void orb_pyramid(
+// At most 32 registers (8 blocks of 256 threads per SM, as before the run stepping
+// below took 40): the grid is sized from the occupancy, and more resident warps hide
+// the source loads' latency.
+extern "C" __global__ void __launch_bounds__(256, 8) orb_pyramid(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const ResizeTap* __restrict__ taps,
@@ -63,7 +49,12 @@ extern "C" __global__ void orb_pyramid(
     __syncthreads();
 
     // Warps take runs of RESIZE_RUN pixels of one row in turn: a warp shares its row's
-    // tap and source rows, and a thread divides once per RESIZE_RUN / 32 pixels.
+    // tap and source rows. A warp's row and run advance by fixed steps, without a
+    // division per run.
+    // The source pixels are plain loads, cached in L1 (neighbouring outputs share
+    // them): other blocks wrote them before the grid barrier, whose __threadfence also
+    // invalidates this SM's L1 (CCTL.IVALL), and no block reads a level before the
+    // barrier that follows its writing.
     const int warps = gridDim.x * (blockDim.x / 32);
     const int first_warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int l = 1; l < n_levels; ++l) {
@@ -72,12 +63,27 @@ extern "C" __global__ void orb_pyramid(
         const unsigned char* source = pyramid + stored.offset;
         unsigned char* level = pyramid + next.offset;
         const int runs_per_row = (next.width + RESIZE_RUN - 1) / RESIZE_RUN;
+        const int step_rows = warps / runs_per_row, step_runs = warps % runs_per_row;
+        int y = first_warp / runs_per_row, row_run = first_warp % runs_per_row;
         for (int run = first_warp; run < runs_per_row * next.height; run += warps) {
-            const int y = run / runs_per_row, x0 = (run - y * runs_per_row) * RESIZE_RUN + lane;
+            const ResizeTap ty = taps[next.taps_y + y];
+            const unsigned char* top = source + ty.src * stored.width;
+            const unsigned char* bottom = source + second_tap(ty) * stored.width;
+            unsigned char* out = level + y * next.width;
+            const int x0 = row_run * RESIZE_RUN + lane;
 #pragma unroll
             for (int x = x0; x < x0 + RESIZE_RUN; x += 32)
-                if (x < next.width)
-                    level[y * next.width + x] = (unsigned char)resized_pixel(source, stored.width, taps, next, x, y);
+                if (x < next.width) {
+                    const ResizeTap tx = taps[next.taps_x + x];
+                    const int x1 = second_tap(tx);
+                    out[x] = (unsigned char)blend(top[tx.src], top[x1], bottom[tx.src], bottom[x1], tx, ty);
+                }
+            y += step_rows;
+            row_run += step_runs;
+            if (row_run >= runs_per_row) {
+                row_run -= runs_per_row;
+                ++y;
+            }
         }
         if (l + 1 < n_levels) grid_barrier(barrier_state);
     }

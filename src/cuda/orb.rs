@@ -52,6 +52,23 @@ const BLOCK: u32 = 256;
 /// kernels/orb/detect.cu).
 const SCORE_TILE_W: usize = 64;
 const SCORE_TILE_H: usize = 32;
+/// Gaussian tap `i` of the descriptors' smoothing as a byte (a tap of 256 or more
+/// fails the build).
+const fn smoothing_tap(i: usize) -> u32 {
+    assert!(
+        GAUSSIAN_TAPS[i] < 256,
+        "orb_fast_score takes the smoothing taps as bytes"
+    );
+    GAUSSIAN_TAPS[i] as u32
+}
+/// The smoothing taps packed for `orb_fast_score`'s byte dot products (`SmoothTaps` in
+/// kernels/orb/detect.cu): w0..w3; w4, w5, w6, 0; 0, w0, w1, w2; w3..w6 (byte 0 first).
+const SMOOTH_TAP_WORDS: [u32; 4] = [
+    smoothing_tap(0) | smoothing_tap(1) << 8 | smoothing_tap(2) << 16 | smoothing_tap(3) << 24,
+    smoothing_tap(4) | smoothing_tap(5) << 8 | smoothing_tap(6) << 16,
+    smoothing_tap(0) << 8 | smoothing_tap(1) << 16 | smoothing_tap(2) << 24,
+    smoothing_tap(3) | smoothing_tap(4) << 8 | smoothing_tap(5) << 16 | smoothing_tap(6) << 24,
+];
 /// Pixels of a row one warp resizes at a time in `orb_pyramid` (RESIZE_RUN in
 /// kernels/orb/pyramid.cu).
 const RESIZE_RUN: usize = 128;
@@ -81,6 +98,7 @@ struct OrbLevel {
     cell_offset: i32,
     cand_offset: i32,
     cand_capacity: i32,
+    corner_words: i32,
 }
 
 /// Mirrors `ResizeTap` in kernels/orb/pyramid.cu.
@@ -163,6 +181,9 @@ struct Plan {
     pyramid: DeviceBuffer,
     smoothed: DeviceBuffer,
     scores: DeviceBuffer,
+    /// A bit per pixel, rows of whole words per level: the corners `orb_fast_score`
+    /// found, which `orb_cell_candidates` scans instead of every score.
+    corner_bits: DeviceBuffer,
     barrier: DeviceBuffer,
     /// Zeroed each frame: level counts, score histograms.
     counters: DeviceBuffer,
@@ -241,7 +262,6 @@ impl Kernels {
 /// Tables that do not depend on the image size.
 struct Constants {
     arc: DeviceBuffer,
-    smooth_taps: DeviceBuffer,
     umax: DeviceBuffer,
     pattern: DeviceBuffer,
 }
@@ -302,12 +322,10 @@ impl CudaOrbExtractor {
         let kernels = Kernels::load(&gpu)?;
         let ctx = &gpu.ctx;
         let arc: Vec<u64> = arc_table().to_vec();
-        let smooth_taps: Vec<i32> = GAUSSIAN_TAPS.iter().map(|&t| t as i32).collect();
         let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
         let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
         let constants = Constants {
             arc: DeviceBuffer::from_slice(ctx, &arc)?,
-            smooth_taps: DeviceBuffer::from_slice(ctx, &smooth_taps)?,
             umax: DeviceBuffer::from_slice(ctx, &umax)?,
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
@@ -432,7 +450,7 @@ impl CudaOrbExtractor {
         let edge = c.edge_threshold as usize;
         let mut levels = Vec::with_capacity(geometry.len());
         let mut taps = Vec::new();
-        let (mut offset, mut cells, mut slots) = (0usize, 0usize, 0usize);
+        let (mut offset, mut cells, mut slots, mut corner_words) = (0usize, 0usize, 0usize, 0usize);
         for (l, g) in geometry.iter().enumerate() {
             let mut level = OrbLevel {
                 width: to_i32(g.width, "width")?,
@@ -443,6 +461,7 @@ impl CudaOrbExtractor {
                 cell_h: 1,
                 cell_offset: to_i32(cells, "cells")?,
                 cand_offset: to_i32(slots, "candidates")?,
+                corner_words: to_i32(corner_words, "corner bitmap")?,
                 ..OrbLevel::default()
             };
             if l > 0 {
@@ -483,6 +502,8 @@ impl CudaOrbExtractor {
                 slots += capacity;
             }
             offset += g.width * g.height;
+            // corner_row_words in kernels/common/levels.cuh.
+            corner_words += g.width.div_ceil(32) * g.height;
             levels.push(level);
         }
         let unified = self.unified;
@@ -513,6 +534,7 @@ impl CudaOrbExtractor {
             pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             scores: DeviceBuffer::new(ctx, offset)?,
+            corner_bits: DeviceBuffer::new(ctx, corner_words.max(1) * size_of::<u32>())?,
             barrier,
             counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
             cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
@@ -606,8 +628,12 @@ impl CudaOrbExtractor {
                     .arg(&n_levels)
                     .arg(&self.constants.arc.ptr)
                     .arg(&min_threshold)
-                    .arg(&self.constants.smooth_taps.ptr)
+                    .arg(&SMOOTH_TAP_WORDS[0])
+                    .arg(&SMOOTH_TAP_WORDS[1])
+                    .arg(&SMOOTH_TAP_WORDS[2])
+                    .arg(&SMOOTH_TAP_WORDS[3])
                     .arg(&plan.scores.ptr)
+                    .arg(&plan.corner_bits.ptr)
                     .arg(&plan.smoothed.ptr)
                     .launch(cfg(blocks, BLOCK))
             };
@@ -644,6 +670,7 @@ impl CudaOrbExtractor {
             stream
                 .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)
+                .arg(&plan.corner_bits.ptr)
                 .arg(&plan.levels.ptr)
                 .arg(&n_levels)
                 .arg(&plan.total_cells)

@@ -3,42 +3,68 @@
 // lane l holds column strip_start - 1 + l (lanes 0 and 31 only lend their column to
 // their neighbours). Each DoG plane is read once per strip, a row at a time (coalesced),
 // its 3x3 minimum and maximum come from the two neighbouring lanes (shuffles) and the
-// rows above and below (registers), and the three planes around a layer are kept in
-// registers while the next one is read. The 26-neighbour test is then branch-free:
-// min and max over the 3x3x3 block (the centre included: the test is not strict) and
-// two comparisons. Survivors are compacted into structure-of-arrays candidate lists
-// with warp-aggregated atomics, so the refinement kernel gets full warps.
+// rows above and below (registers). The loop is software-pipelined: the rows of the
+// plane after next are requested before the current layer is tested, so every warp
+// keeps a plane's loads in flight while it computes (the kernel is bound by memory
+// latency, not by arithmetic). Only the 3x3x3 bound of the two planes already seen
+// and the middle plane's values are carried between layers, which keeps registers, and
+// so resident warps, up. The 26-neighbour test is branch-free: min and max over the
+// 3x3x3 block (the centre included: the test is not strict) and two comparisons.
+// A lane gathers its layer's results in a row mask and the warp votes once per layer;
+// survivors are compacted into structure-of-arrays candidate lists with warp-aggregated
+// atomics, so the refinement kernel gets full warps.
 #include "common/sift_octaves.cuh"
 #include "common/warp_append.cuh"
 
 #define STRIP 30  // columns a warp tests
 #define BAND 8    // rows a lane tests
 
-// A plane's values at this lane's column and their 3x3 minimum and maximum, for rows
-// y0 .. y0 + BAND - 1 (rows past the plane read its last row: those are never tested).
-struct PlaneBand {
-    float value[BAND], lo[BAND], hi[BAND];
+// A plane's rows y0 - 1 .. y0 + BAND at this lane's column, as loaded (rows past the
+// plane read its last row: those are never tested).
+struct PlaneRows {
+    float row[BAND + 2];
 };
 
-__device__ __forceinline__ PlaneBand plane_band(const float* __restrict__ column, int width,
-                                                int height, int y0) {
+// 3x3 minimum and maximum of a plane (or of several planes) at rows y0 .. y0 + BAND - 1.
+struct Bounds {
+    float lo[BAND], hi[BAND];
+};
+
+__device__ __forceinline__ PlaneRows load_rows(const float* __restrict__ column, int width,
+                                               int height, int y0) {
+    PlaneRows rows;
+#pragma unroll
+    for (int t = 0; t < BAND + 2; ++t) rows.row[t] = __ldg(column + min(y0 - 1 + t, height - 1) * width);
+    return rows;
+}
+
+__device__ __forceinline__ Bounds bounds_of(const PlaneRows& rows) {
     float row_lo[BAND + 2], row_hi[BAND + 2];
-    PlaneBand band;
 #pragma unroll
     for (int t = 0; t < BAND + 2; ++t) {
-        const float centre = __ldg(column + min(y0 - 1 + t, height - 1) * width);
+        const float centre = rows.row[t];
         const float left = __shfl_up_sync(0xffffffffu, centre, 1);
         const float right = __shfl_down_sync(0xffffffffu, centre, 1);
         row_lo[t] = fminf(fminf(left, centre), right);
         row_hi[t] = fmaxf(fmaxf(left, centre), right);
-        if (t >= 1 && t <= BAND) band.value[t - 1] = centre;
     }
+    Bounds b;
 #pragma unroll
     for (int r = 0; r < BAND; ++r) {
-        band.lo[r] = fminf(fminf(row_lo[r], row_lo[r + 1]), row_lo[r + 2]);
-        band.hi[r] = fmaxf(fmaxf(row_hi[r], row_hi[r + 1]), row_hi[r + 2]);
+        b.lo[r] = fminf(fminf(row_lo[r], row_lo[r + 1]), row_lo[r + 2]);
+        b.hi[r] = fmaxf(fmaxf(row_hi[r], row_hi[r + 1]), row_hi[r + 2]);
     }
-    return band;
+    return b;
+}
+
+__device__ __forceinline__ Bounds merged(const Bounds& a, const Bounds& b) {
+    Bounds m;
+#pragma unroll
+    for (int r = 0; r < BAND; ++r) {
+        m.lo[r] = fminf(a.lo[r], b.lo[r]);
+        m.hi[r] = fmaxf(a.hi[r], b.hi[r]);
+    }
+    return m;
 }
 
 // Warp items (strip, band) of an octave: its pixels at least SIFT_IMG_BORDER from the border.
@@ -74,31 +100,47 @@ extern "C" __global__ void sift_extrema(
         const int y0 = SIFT_IMG_BORDER + (local / strips) * BAND;
         const int x = SIFT_IMG_BORDER + (local % strips) * STRIP - 1 + lane;
         const bool tests_column = lane >= 1 && lane <= STRIP && x < w - SIFT_IMG_BORDER;
+        // Bit r: this lane tests row y0 + r.
+        const int rows_in = min(BAND, h - SIFT_IMG_BORDER - y0);
+        const unsigned int tested_rows = tests_column ? (1u << rows_in) - 1u : 0u;
         // Lane 31's column may lie past the plane; it feeds no tested column then.
         const float* column = pyramid + oct.dog + min(x, w - 1);
-        PlaneBand below = plane_band(column, w, h, y0);
-        PlaneBand here = plane_band(column + plane, w, h, y0);
+        const PlaneRows first = load_rows(column, w, h, y0);
+        PlaneRows middle = load_rows(column + plane, w, h, y0);
+        PlaneRows next = load_rows(column + 2 * plane, w, h, y0);
+        Bounds middle_bounds = bounds_of(middle);
+        // 3x3x3 bound of the plane below the tested layer and of the tested layer.
+        Bounds lower = merged(bounds_of(first), middle_bounds);
         for (int layer = 1; layer <= n_layers; ++layer) {
-            const PlaneBand above = plane_band(column + (layer + 1) * plane, w, h, y0);
+            const PlaneRows above = next;
+            // Warp-uniform: the last layer has no plane after next.
+            if (layer < n_layers) next = load_rows(column + (layer + 2) * plane, w, h, y0);
+            const Bounds above_bounds = bounds_of(above);
+            unsigned int found = 0;  // bit r: row y0 + r holds an extremum
 #pragma unroll
             for (int r = 0; r < BAND; ++r) {
-                const float v = here.value[r];
-                const float lo = fminf(fminf(below.lo[r], here.lo[r]), above.lo[r]);
-                const float hi = fmaxf(fmaxf(below.hi[r], here.hi[r]), above.hi[r]);
-                const bool extremum = tests_column && y0 + r < h - SIFT_IMG_BORDER &&
-                                      fabsf(v) > threshold &&
-                                      ((v > 0.f && v >= hi) | (v < 0.f && v <= lo));
-                if (extremum) {
+                const float v = middle.row[r + 1];
+                const float lo = fminf(lower.lo[r], above_bounds.lo[r]);
+                const float hi = fmaxf(lower.hi[r], above_bounds.hi[r]);
+                const bool extremum =
+                    fabsf(v) > threshold && ((v > 0.f && v >= hi) | (v < 0.f && v <= lo));
+                found |= (unsigned int)extremum << r;
+            }
+            found &= tested_rows;
+            // Extrema are rare: one vote per layer instead of a branch per row.
+            if (__any_sync(0xffffffffu, found != 0)) {
+                for (unsigned int rest = found; rest != 0; rest &= rest - 1) {
                     unsigned int slot = warp_append(candidate_count, 0);
                     if (slot < (unsigned int)capacity) {
                         cand_x[slot] = x;
-                        cand_y[slot] = y0 + r;
+                        cand_y[slot] = y0 + __ffs(rest) - 1;
                         cand_octave_layer[slot] = pack_octave_layer(o, layer);
                     }
                 }
             }
-            below = here;
-            here = above;
+            lower = merged(middle_bounds, above_bounds);
+            middle_bounds = above_bounds;
+            middle = above;
         }
     }
 }

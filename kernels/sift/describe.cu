@@ -1,7 +1,8 @@
 // The 4x4x8 descriptor (docs/sift-reference.md section 5): one block per kept
-// keypoint, taken from a work queue (common/block_queue.cuh) in output order. The
-// block walks the rotated square |c_rot|, |r_rot| < 2.5 bins row by row (common/row_runs.cuh: each row's run of columns is cut to the square,
-// with a pixel of margin, so strips of 32 lanes hold window samples, not bounding-box
+// keypoint, taken from a work queue (common/block_queue.cuh), widest windows first. The
+// block walks the rotated square |c_rot|, |r_rot| < 2.5 bins row by row
+// (common/row_runs.cuh: each row's run of columns is cut to the square, with a pixel
+// of margin, so strips of 32 lanes hold window samples, not bounding-box
 // corners), each warp taking every W-th strip (W = warps per block): a warp alone would
 // leave the largest windows on one long chain. A sample's eight trilinear votes go to
 // a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin
@@ -49,7 +50,8 @@ __device__ __forceinline__ void cut_to_band(float slope, float offset, float& lo
 
 extern "C" __global__ void sift_describe(
     const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    int root_sift, const unsigned int* __restrict__ out_count, const float* __restrict__ out_x,
+    int layers, int root_sift, const unsigned int* __restrict__ out_count,
+    const float* __restrict__ out_x,
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ work, unsigned int* __restrict__ descriptors) {
@@ -60,7 +62,8 @@ extern "C" __global__ void sift_describe(
     float* gathered = shared + warps * (VOTES * KEYS);
     const int n = (int)*out_count;
     // The queue's read of the next keypoint follows the gather's __syncthreads().
-    for (int kp = block_queue_take(work); kp < n; kp = block_queue_take(work)) {
+    for (int kp = block_queue_take(work, n, layers, out_octave_layer); kp < n;
+         kp = block_queue_take(work, n, layers, out_octave_layer)) {
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;

@@ -1,9 +1,9 @@
 // Dominant orientations (docs/sift-reference.md section 4): one block per refined
-// extremum, taken from a work queue (common/block_queue.cuh), its warps taking every
-// W-th strip of 32 neighbouring window pixels (coalesced reads). Each strip's votes go
-// into the warp's own 36-bin shared histogram through the multi-key warp reduction (one
-// writer per bin, no atomics); the warps' histograms are added in warp order, so the
-// sums are the same every run.
+// extremum, taken from a work queue (common/block_queue.cuh) widest first, its warps
+// taking every W-th strip of 32 neighbouring window pixels (coalesced reads). Each
+// strip's votes go into the warp's own 36-bin shared histogram through the multi-key
+// warp reduction (one writer per bin, no atomics); the warps' histograms are added in
+// warp order, so the sums are the same every run.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
@@ -16,7 +16,7 @@
 
 extern "C" __global__ void sift_orientation(
     const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    const unsigned int* __restrict__ extremum_count, int extremum_capacity,
+    int layers, const unsigned int* __restrict__ extremum_count, int extremum_capacity,
     const int* __restrict__ ext_col, const int* __restrict__ ext_row,
     const int* __restrict__ ext_octave_layer, const float* __restrict__ ext_x,
     const float* __restrict__ ext_y, const float* __restrict__ ext_scale,
@@ -31,7 +31,8 @@ extern "C" __global__ void sift_orientation(
     float* smooth = shared + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
     // Taking the next extremum waits for warp 0 to finish with this one's histograms.
-    for (int e = block_queue_take(work); e < n; e = block_queue_take(work)) {
+    for (int e = block_queue_take(work, n, layers, ext_octave_layer); e < n;
+         e = block_queue_take(work, n, layers, ext_octave_layer)) {
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;

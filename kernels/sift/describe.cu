@@ -62,8 +62,8 @@ extern "C" __global__ void sift_describe(
     float* gathered = shared + warps * (VOTES * KEYS);
     const int n = (int)*out_count;
     // The queue's read of the next keypoint follows the gather's __syncthreads().
-    for (int kp = block_queue_take(work, n, layers, out_octave_layer); kp < n;
-         kp = block_queue_take(work, n, layers, out_octave_layer)) {
+    for (int kp = block_queue_take(work, n, layers, out_octave_layer, -1); kp < n;
+         kp = block_queue_take(work, n, layers, out_octave_layer, kp)) {
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;

@@ -31,8 +31,8 @@ extern "C" __global__ void sift_orientation(
     float* smooth = shared + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
     // Taking the next extremum waits for warp 0 to finish with this one's histograms.
-    for (int e = block_queue_take(work, n, layers, ext_octave_layer); e < n;
-         e = block_queue_take(work, n, layers, ext_octave_layer)) {
+    for (int e = block_queue_take(work, n, layers, ext_octave_layer, -1); e < n;
+         e = block_queue_take(work, n, layers, ext_octave_layer, e)) {
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;

@@ -1,7 +1,8 @@
 // The 4x4x8 descriptor (docs/sift-reference.md section 5): one block per kept
-// keypoint, in output order. The block walks the rotated square |c_rot|, |r_rot| < 2.5
-// bins row by row (common/row_runs.cuh: each row's run of columns is cut to the square,
-// with a pixel of margin, so strips of 32 lanes hold window samples, not bounding-box
+// keypoint, taken from a work queue (common/block_queue.cuh), widest windows first. The
+// block walks the rotated square |c_rot|, |r_rot| < 2.5 bins row by row
+// (common/row_runs.cuh: each row's run of columns is cut to the square, with a pixel
+// of margin, so strips of 32 lanes hold window samples, not bounding-box
 // corners), each warp taking every W-th strip (W = warps per block): a warp alone would
 // leave the largest windows on one long chain. A sample's eight trilinear votes go to
 // a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin
@@ -14,6 +15,7 @@
 // folded into o = 0), so the sums are the same every run. The clamp, renormalisation
 // (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
+#include "common/block_queue.cuh"
 #include "common/fast_atan2.cuh"
 #include "common/row_runs.cuh"
 #include "common/warp_reduce_by_key.cuh"
@@ -48,17 +50,20 @@ __device__ __forceinline__ void cut_to_band(float slope, float offset, float& lo
 
 extern "C" __global__ void sift_describe(
     const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    int root_sift, const unsigned int* __restrict__ out_count, const float* __restrict__ out_x,
+    int layers, int root_sift, const unsigned int* __restrict__ out_count,
+    const float* __restrict__ out_x,
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
-    unsigned int* __restrict__ descriptors) {
+    unsigned int* __restrict__ work, unsigned int* __restrict__ descriptors) {
     // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
     float* gathered = shared + warps * (VOTES * KEYS);
     const int n = (int)*out_count;
-    for (int kp = blockIdx.x; kp < n; kp += gridDim.x) {
+    // The queue's read of the next keypoint follows the gather's __syncthreads().
+    for (int kp = block_queue_take(work, n, layers, out_octave_layer, -1); kp < n;
+         kp = block_queue_take(work, n, layers, out_octave_layer, kp)) {
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;

@@ -1,11 +1,13 @@
 // Dominant orientations (docs/sift-reference.md section 4): one block per refined
-// extremum, its warps taking every W-th strip of 32 neighbouring window pixels
-// (coalesced reads). Each strip's votes go into the warp's own 36-bin shared histogram
-// through the multi-key warp reduction (one writer per bin, no atomics); the warps'
-// histograms are added in warp order, so the sums are the same every run.
+// extremum, taken from a work queue (common/block_queue.cuh) widest first, its warps
+// taking every W-th strip of 32 neighbouring window pixels (coalesced reads). Each
+// strip's votes go into the warp's own 36-bin shared histogram through the multi-key
+// warp reduction (one writer per bin, no atomics); the warps' histograms are added in
+// warp order, so the sums are the same every run.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
+#include "common/block_queue.cuh"
 #include "common/fast_atan2.cuh"
 #include "common/warp_append.cuh"
 #include "common/warp_reduce_by_key.cuh"
@@ -14,11 +16,12 @@
 
 extern "C" __global__ void sift_orientation(
     const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    const unsigned int* __restrict__ extremum_count, int extremum_capacity,
+    int layers, const unsigned int* __restrict__ extremum_count, int extremum_capacity,
     const int* __restrict__ ext_col, const int* __restrict__ ext_row,
     const int* __restrict__ ext_octave_layer, const float* __restrict__ ext_x,
     const float* __restrict__ ext_y, const float* __restrict__ ext_scale,
-    const float* __restrict__ ext_response, unsigned int* keypoint_count, int capacity,
+    const float* __restrict__ ext_response, unsigned int* __restrict__ work,
+    unsigned int* keypoint_count, int capacity,
     float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
     float* __restrict__ kp_angle, float* __restrict__ kp_response,
     int* __restrict__ kp_octave_layer) {
@@ -27,7 +30,9 @@ extern "C" __global__ void sift_orientation(
     float* raw = shared + warp * BINS;
     float* smooth = shared + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
-    for (int e = blockIdx.x; e < n; e += gridDim.x) {
+    // Taking the next extremum waits for warp 0 to finish with this one's histograms.
+    for (int e = block_queue_take(work, n, layers, ext_octave_layer, -1); e < n;
+         e = block_queue_take(work, n, layers, ext_octave_layer, e)) {
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
@@ -37,7 +42,6 @@ extern "C" __global__ void sift_orientation(
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
         const float exp_scale = -1.f / (2.f * sigma * sigma);
-        __syncthreads();  // warp 0 has finished with the previous extremum
         for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
         __syncwarp();
         const int side = 2 * radius + 1, samples = side * side;

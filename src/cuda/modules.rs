@@ -31,7 +31,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 10] = [
+pub const HEADERS: [(&str, &str); 11] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
@@ -42,6 +42,7 @@ pub const HEADERS: [(&str, &str); 10] = [
     kernel_file!("common/warp_reduce_by_key.cuh"),
     kernel_file!("common/harris.cuh"),
     kernel_file!("common/row_runs.cuh"),
+    kernel_file!("common/block_queue.cuh"),
 ];
 
 const fn module(

@@ -31,6 +31,7 @@ pub fn enqueue(
     let counters = plan.counters.ptr;
     let (candidate_count, extremum_count, keypoint_count, duplicate_count) =
         (counters, counters + 4, counters + 8, counters + 12);
+    let (orientation_queue, describe_queue) = (counters + 16, counters + 20);
     let kp = plan.keypoint_capacity as u64 * 4;
     let (less, equal_before, stronger) =
         (plan.ranks.ptr, plan.ranks.ptr + kp, plan.ranks.ptr + 2 * kp);
@@ -105,6 +106,7 @@ pub fn enqueue(
             .arg(&plan.pyramid.ptr)
             .arg(&plan.octave_table.ptr)
             .arg(&first_octave)
+            .arg(&n_layers)
             .arg(&extremum_count)
             .arg(&kp_capacity)
             .arg(&ext_col.ptr)
@@ -114,6 +116,7 @@ pub fn enqueue(
             .arg(&ext_y.ptr)
             .arg(&ext_scale.ptr)
             .arg(&ext_response.ptr)
+            .arg(&orientation_queue)
             .arg(&keypoint_count)
             .arg(&kp_capacity)
             .arg(&kp_x.ptr)
@@ -185,6 +188,7 @@ pub fn enqueue(
             .arg(&plan.pyramid.ptr)
             .arg(&plan.octave_table.ptr)
             .arg(&first_octave)
+            .arg(&n_layers)
             .arg(&root_sift)
             .arg(&plan.summary.ptr)
             .arg(&out_x.ptr)
@@ -192,6 +196,7 @@ pub fn enqueue(
             .arg(&out_size.ptr)
             .arg(&out_angle.ptr)
             .arg(&plan.out_octave_layer.ptr)
+            .arg(&describe_queue)
             .arg(&plan.descriptors.ptr)
             .launch(k.describe.persistent())?;
     }

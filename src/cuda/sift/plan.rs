@@ -141,7 +141,8 @@ pub struct Plan {
     pub taps: DeviceBuffer,
     pub frame: Staged,
     pub pyramid: DeviceBuffer,
-    /// candidates, extrema, keypoints, duplicates: zeroed each frame.
+    /// candidates, extrema, keypoints, duplicates, then the orientation and descriptor
+    /// work queues: zeroed each frame.
     pub counters: DeviceBuffer,
     pub candidates: [DeviceBuffer; 3],
     pub extrema: [DeviceBuffer; 7],
@@ -205,7 +206,7 @@ impl Plan {
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
-            counters: words(4)?,
+            counters: words(6)?,
             candidates: [words(cand)?, words(cand)?, words(cand)?],
             extrema: [
                 words(kp)?,

@@ -321,11 +321,9 @@ __device__ __forceinline__ void blur_dog_stage(
     const int shared_radius = min(max_radius, MAXR);
     const int input_floats = (TILE_H + 2 * shared_radius) * ((TILE_W + 2 * shared_radius) | 1);
     float* rows = shared + input_floats;
-    float* input = shared;  // this tile's
-#if __CUDA_ARCH__ >= 800
+    float* input = shared;                                          // this tile's
     float* spare = rows + (TILE_H + 2 * shared_radius) * ROWS_STRIDE;  // the next one's
     bool prefetched = false;  // the current tile's copies were issued during the last one
-#endif
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
         const TilePlace p = place_tile(jobs, n_jobs, t);
 #if __CUDA_ARCH__ >= 800
@@ -358,11 +356,9 @@ __device__ __forceinline__ void blur_dog_stage(
             blur_tile_exact<MAXR>(p.job, w, input, p.stride, rows, pyramid, p.x0, p.y0);
         else
             blur_tile<MAXR>(p.job, r, w, input, p.stride, rows, pyramid, p.x0, p.y0);
-#if __CUDA_ARCH__ >= 800
         float* const done = input;
         input = spare;
         spare = done;
-#endif
         __syncthreads();  // the next tile reuses `rows`, the one after it this input
     }
 }

@@ -203,12 +203,8 @@ __device__ __forceinline__ void blur_tile(
             if (x < job.width && y < job.height) {
                 int at = y * job.width + x;
                 if (job.gauss_out >= 0) pyramid[job.gauss_out + at] = out[q];
-                // The DoG is read only by the extrema pass, after the whole pyramid:
-                // stored evict-first, so that it does not push out of L2 the Gaussian
-                // the next stage reads.
                 if (job.dog_out >= 0)
-                    __stcs(pyramid + job.dog_out + at,
-                           out[q] - input[(block * RUN + q + r) * stride + c + r]);
+                    pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
             }
         }
     }

@@ -120,8 +120,8 @@ __device__ __forceinline__ void load_interior(const T* source, int pitch, int st
 // The same load from a float plane as asynchronous copies straight into shared
 // memory (cp.async, sm_80 and later): every element of the tile is in flight at once
 // and none passes through a register, so the register-capped kernels do not spill
-// for it. Only issues the copies: the caller waits for them (cp.async.wait_all) and
-// its barrier publishes them to the block.
+// for it. Returns once this thread's copies have landed; the caller's barrier
+// publishes them to the block.
 template <int MAXR>
 __device__ __forceinline__ void copy_interior_async(const float* source, int pitch, int step,
                                                     float* input, int stride, int span_x,
@@ -140,6 +140,7 @@ __device__ __forceinline__ void copy_interior_async(const float* source, int pit
                              : "memory");
         }
     }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 #endif
 
@@ -225,137 +226,63 @@ __device__ __forceinline__ void blur_tile_exact(
         blur_tile_exact<R - 1>(job, w, input, stride, rows, pyramid, x0, y0);
 }
 
-// Where a tile of a stage lies: its job, its origin, its input's row stride, and
-// whether its halo lies inside the source (no reflection).
-struct TilePlace {
-    BlurJob job;
-    int x0, y0, stride;
-    bool inside;
-};
-
-__device__ __forceinline__ TilePlace place_tile(const BlurJob* __restrict__ jobs, int n_jobs, int t) {
-    int j = 0;
-    while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
-    TilePlace p;
-    p.job = jobs[j];
-    const int r = p.job.radius, tw = p.job.tile_w, th = p.job.tile_h;
-    const int tile = t - p.job.tile_start;
-    p.x0 = (tile % p.job.tiles_x) * tw;
-    p.y0 = (tile / p.job.tiles_x) * th;
-    p.stride = (tw + 2 * r) | 1;
-    p.inside = p.x0 >= r && p.y0 >= r && p.x0 + tw + r <= p.job.width &&
-               p.y0 + th + r <= p.job.height;
-    return p;
-}
-
-// An interior tile of a float plane: its halo can be copied as it lies.
-__device__ __forceinline__ bool plane_interior(const TilePlace& p) {
-    return p.inside && (p.job.source == SOURCE_PLANE || p.job.source == SOURCE_PLANE_HALVED);
-}
-
-// The source's row pitch and column step, in its elements, and the tile's first element.
-__device__ __forceinline__ void interior_layout(const TilePlace& p, int& pitch, int& step,
-                                                int& first) {
-    const BlurJob& job = p.job;
-    const bool halved = job.source == SOURCE_PLANE_HALVED;
-    pitch = halved ? 2 * job.src_width : job.src_width;
-    step = halved ? 2 : 1;
-    first = (p.y0 - job.radius) * pitch + (p.x0 - job.radius) * step;
-}
-
-// The tile's input with its halo, into `input`, landed in this thread's share when it
-// returns (the caller's barrier publishes it).
-template <int MAXR, int LOAD_ROWS>
-__device__ __forceinline__ void load_tile(const TilePlace& p, const unsigned char* __restrict__ frame,
-                                          const float* pyramid, float* input) {
-    const BlurJob& job = p.job;
-    const int r = job.radius, span_x = job.tile_w + 2 * r, span_y = job.tile_h + 2 * r;
-    if (p.inside && job.source != SOURCE_FRAME_UPSAMPLED) {
-        int pitch, step, first;
-        interior_layout(p, pitch, step, first);
-        if (job.source == SOURCE_FRAME)
-            load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, p.stride, span_x,
-                                           span_y);
-        else
-#if __CUDA_ARCH__ >= 800
-        {
-            copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
-                                      p.stride, span_x, span_y);
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
-        }
-#else
-            load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step, input,
-                                           p.stride, span_x, span_y);
-#endif
-    } else {
-        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
-            int ry = k / span_x, rx = k - ry * span_x;
-            int y = p.y0 + ry - r, x = p.x0 + rx - r;
-            if (!p.inside) {
-                y = reflect101_repeated(y, job.height);
-                x = reflect101_repeated(x, job.width);
-            }
-            input[ry * p.stride + rx] = source_value(job, frame, pyramid, x, y);
-        }
-    }
-}
-
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
-// for radii up to MAXR. Dynamic shared memory (sized by the host for
-// min(max_radius, MAXR), the largest radius this kernel meets): the input tile with its
-// halo, rows padded to an odd stride, the horizontal pass, and on sm_80+ a second input
-// tile: while a block blurs one tile, the copies of its next interior plane tile are
-// in flight (cp.async), so a block no longer stops for each tile's load.
-// EXACT: a copy of the passes per radius (`blur_tile_exact`), else one copy predicated
-// on the radius (the radius-32 kernel, which only unusual sigmas reach: 33 copies of it
-// would mostly add compile time).
+// for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
+// largest radius of the pipeline (`max_radius`), rows padded to an odd stride, and
+// the horizontal pass. EXACT: a copy of the passes per radius (`blur_tile_exact`),
+// else one copy predicated on the radius (the radius-32 kernel, which only unusual
+// sigmas reach: 33 copies of it would mostly add compile time).
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
     const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
     extern __shared__ float shared[];
-    const int shared_radius = min(max_radius, MAXR);
-    const int input_floats = (TILE_H + 2 * shared_radius) * ((TILE_W + 2 * shared_radius) | 1);
-    float* rows = shared + input_floats;
-    float* input = shared;                                          // this tile's
-    float* spare = rows + (TILE_H + 2 * shared_radius) * ROWS_STRIDE;  // the next one's
-    bool prefetched = false;  // the current tile's copies were issued during the last one
+    float* input = shared;
+    float* rows = shared + (TILE_H + 2 * max_radius) * ((TILE_W + 2 * max_radius) | 1);
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        const TilePlace p = place_tile(jobs, n_jobs, t);
+        int j = 0;
+        while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
+        const BlurJob job = jobs[j];
+        const int r = job.radius, tw = job.tile_w, th = job.tile_h;
+        const int span_x = tw + 2 * r, span_y = th + 2 * r, stride = span_x | 1;
+        const int tile = t - job.tile_start;
+        const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
+        const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
+                            y0 + th + r <= job.height;
+        if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
+            // The source's row pitch and column step, in its elements.
+            const bool halved = job.source == SOURCE_PLANE_HALVED;
+            const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
+            const int first = (y0 - r) * pitch + (x0 - r) * step;
+            if (job.source == SOURCE_FRAME)
+                load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, stride, span_x,
+                                               span_y);
+            else
 #if __CUDA_ARCH__ >= 800
-        if (prefetched)
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
-        else
+                copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
+                                          stride, span_x, span_y);
+#else
+                load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step,
+                                               input, stride, span_x, span_y);
 #endif
-            load_tile<MAXR, LOAD_ROWS>(p, frame, pyramid, input);
-        __syncthreads();
-#if __CUDA_ARCH__ >= 800
-        // The next tile's copies, into the other buffer (free: the barrier that ended
-        // the last tile is behind every thread).
-        prefetched = false;
-        if (t + gridDim.x < total_tiles) {
-            const TilePlace next = place_tile(jobs, n_jobs, t + gridDim.x);
-            if (plane_interior(next)) {
-                int pitch, step, first;
-                interior_layout(next, pitch, step, first);
-                copy_interior_async<MAXR>(pyramid + next.job.src_offset + first, pitch, step,
-                                          spare, next.stride,
-                                          next.job.tile_w + 2 * next.job.radius,
-                                          next.job.tile_h + 2 * next.job.radius);
-                prefetched = true;
+        } else {
+            for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
+                int ry = k / span_x, rx = k - ry * span_x;
+                int y = y0 + ry - r, x = x0 + rx - r;
+                if (!inside) {
+                    y = reflect101_repeated(y, job.height);
+                    x = reflect101_repeated(x, job.width);
+                }
+                input[ry * stride + rx] = source_value(job, frame, pyramid, x, y);
             }
         }
-#endif
-        const int r = p.job.radius;
-        const float* w = taps + p.job.taps + r;  // w[0..r]: the kernel is symmetric
+        __syncthreads();
+        const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
         if constexpr (EXACT)
-            blur_tile_exact<MAXR>(p.job, w, input, p.stride, rows, pyramid, p.x0, p.y0);
+            blur_tile_exact<MAXR>(job, w, input, stride, rows, pyramid, x0, y0);
         else
-            blur_tile<MAXR>(p.job, r, w, input, p.stride, rows, pyramid, p.x0, p.y0);
-        float* const done = input;
-        input = spare;
-        spare = done;
-        __syncthreads();  // the next tile reuses `rows`, the one after it this input
+            blur_tile<MAXR>(job, r, w, input, stride, rows, pyramid, x0, y0);
+        __syncthreads();  // the next tile reuses the shared arrays
     }
 }
 

@@ -63,7 +63,7 @@ impl CudaSiftExtractor {
         let taps = Taps::new(&config)?;
         let gpu = Gpu::open(0, sm_limit)?;
         let unified = gpu.uses_unified(memory);
-        let kernels = Kernels::load(&gpu, &taps)?;
+        let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
         let events = gpu.frame_events()?;
         Ok(Self {

@@ -117,14 +117,12 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernel whose window holds `kernel_radius`:
-    /// `input_tiles` input tiles with their halo and the horizontal pass's rows, rows
-    /// padded to an odd stride, for the largest radius that kernel meets.
-    pub fn blur_shared_bytes(&self, kernel_radius: usize, input_tiles: usize) -> u32 {
-        let radius = self.max_radius.min(kernel_radius);
-        let rows = TILE_H + 2 * radius;
-        let stride = (TILE_W + 2 * radius) | 1;
-        ((input_tiles * rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
+    /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
+    /// horizontal pass's rows, both with rows padded to an odd stride.
+    pub fn blur_shared_bytes(&self) -> u32 {
+        let rows = TILE_H + 2 * self.max_radius;
+        let stride = (TILE_W + 2 * self.max_radius) | 1;
+        ((rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
     }
 }
 

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::{BlurStage, Taps};
+use crate::cuda::sift::plan::BlurStage;
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
@@ -97,11 +97,7 @@ impl Kernels {
         }
     }
 
-    pub fn load(gpu: &Gpu, taps: &Taps) -> Result<Self> {
-        // sm_80+ copies a block's next tile (cp.async) into a second input tile while
-        // it blurs the current one.
-        let input_tiles = if gpu.arch.major >= 8 { 2 } else { 1 };
-        let blur_shared = |kernel_radius| taps.blur_shared_bytes(kernel_radius, input_tiles);
+    pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {
@@ -141,19 +137,19 @@ impl Kernels {
                     "sift_pyramid",
                     "sift_blur_dog_r8",
                     BLUR_THREADS,
-                    blur_shared(8),
+                    blur_shared,
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r16",
                     BLUR_THREADS,
-                    blur_shared(16),
+                    blur_shared,
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r32",
                     BLUR_THREADS,
-                    blur_shared(32),
+                    blur_shared,
                 )?,
             ],
             sms: gpu.sm_count as usize,

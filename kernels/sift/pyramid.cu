@@ -175,16 +175,9 @@ __device__ __forceinline__ void blur_tile(
     float* rows, float* pyramid, int x0, int y0) {
     const int tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
     // Horizontal: item = (run of RUN columns, row); consecutive lanes take
-    // consecutive rows (odd stride: no bank conflicts). Each thread steps its (row, run)
-    // by blockDim.x items with one division per tile, not one per item.
-    const int seg_step = blockDim.x / span_rows, row_step = blockDim.x - seg_step * span_rows;
-    int row = threadIdx.x % span_rows, seg = threadIdx.x / span_rows;
-    for (; seg < tw / RUN; row += row_step, seg += seg_step) {
-        if (row >= span_rows) {
-            row -= span_rows;
-            ++seg;
-            if (seg >= tw / RUN) break;
-        }
+    // consecutive rows (odd stride: no bank conflicts).
+    for (int item = threadIdx.x; item < span_rows * (tw / RUN); item += blockDim.x) {
+        const int row = item % span_rows, seg = item / span_rows;
         const int base = row * stride + seg * RUN - (MAXR - r);
         float win[RUN + 2 * MAXR], out[RUN];
 #pragma unroll
@@ -196,9 +189,6 @@ __device__ __forceinline__ void blur_tile(
     }
     __syncthreads();
     // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
-    // A tile inside the level whose Gaussian and DoG are both stored (uniform per tile).
-    const bool both_stored = x0 + tw <= job.width && y0 + th <= job.height &&
-                             job.gauss_out >= 0 && job.dog_out >= 0;
     for (int item = threadIdx.x; item < tw * (th / RUN); item += blockDim.x) {
         const int c = item & (tw - 1), block = item >> (__ffs(tw) - 1);  // tw: a power of two
         const int base = (block * RUN - (MAXR - r)) * ROWS_STRIDE + c;
@@ -208,15 +198,6 @@ __device__ __forceinline__ void blur_tile(
             if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * ROWS_STRIDE];
         sum_run<MAXR>(w, r, win, out);
         const int x = x0 + c;
-        if (both_stored) {  // most tiles: no test per output
-#pragma unroll
-            for (int q = 0; q < RUN; ++q) {
-                const int y = y0 + block * RUN + q, at = y * job.width + x;
-                pyramid[job.gauss_out + at] = out[q];
-                pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
-            }
-            continue;
-        }
 #pragma unroll
         for (int q = 0; q < RUN; ++q) {
             const int y = y0 + block * RUN + q;

@@ -175,9 +175,16 @@ __device__ __forceinline__ void blur_tile(
     float* rows, float* pyramid, int x0, int y0) {
     const int tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
     // Horizontal: item = (run of RUN columns, row); consecutive lanes take
-    // consecutive rows (odd stride: no bank conflicts).
-    for (int item = threadIdx.x; item < span_rows * (tw / RUN); item += blockDim.x) {
-        const int row = item % span_rows, seg = item / span_rows;
+    // consecutive rows (odd stride: no bank conflicts). Each thread steps its (row, run)
+    // by blockDim.x items with one division per tile, not one per item.
+    const int seg_step = blockDim.x / span_rows, row_step = blockDim.x - seg_step * span_rows;
+    int row = threadIdx.x % span_rows, seg = threadIdx.x / span_rows;
+    for (; seg < tw / RUN; row += row_step, seg += seg_step) {
+        if (row >= span_rows) {
+            row -= span_rows;
+            ++seg;
+            if (seg >= tw / RUN) break;
+        }
         const int base = row * stride + seg * RUN - (MAXR - r);
         float win[RUN + 2 * MAXR], out[RUN];
 #pragma unroll
@@ -189,6 +196,9 @@ __device__ __forceinline__ void blur_tile(
     }
     __syncthreads();
     // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
+    // A tile inside the level whose Gaussian and DoG are both stored (uniform per tile).
+    const bool both_stored = x0 + tw <= job.width && y0 + th <= job.height &&
+                             job.gauss_out >= 0 && job.dog_out >= 0;
     for (int item = threadIdx.x; item < tw * (th / RUN); item += blockDim.x) {
         const int c = item & (tw - 1), block = item >> (__ffs(tw) - 1);  // tw: a power of two
         const int base = (block * RUN - (MAXR - r)) * ROWS_STRIDE + c;
@@ -198,6 +208,15 @@ __device__ __forceinline__ void blur_tile(
             if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * ROWS_STRIDE];
         sum_run<MAXR>(w, r, win, out);
         const int x = x0 + c;
+        if (both_stored) {  // most tiles: no test per output
+#pragma unroll
+            for (int q = 0; q < RUN; ++q) {
+                const int y = y0 + block * RUN + q, at = y * job.width + x;
+                pyramid[job.gauss_out + at] = out[q];
+                pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
+            }
+            continue;
+        }
 #pragma unroll
         for (int q = 0; q < RUN; ++q) {
             const int y = y0 + block * RUN + q;
@@ -288,10 +307,8 @@ __device__ __forceinline__ void blur_dog_stage(
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's largest radius.
-// With a copy of the passes per radius neither needs to spill (NVRTC 12, sm_90 and
-// sm_72): the radius-8 kernel at 4 blocks/SM (64 registers; 5 blocks/SM would spill
-// 56 bytes), the radius-16 one at 3 blocks/SM (72 registers; its predicated version
-// took 122, or spilled 128 bytes at 80).
+// With a copy of the passes per radius neither needs to spill at the block counts below
+// (the radius-16 kernel's predicated version took 122 registers).
 #define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
         const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
@@ -299,6 +316,15 @@ __device__ __forceinline__ void blur_dog_stage(
         blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(jobs, n_jobs, total_tiles, max_radius, frame,     \
                                                pyramid, taps);                                  \
     }
-BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, 4, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 3, 2, true)
+// NVRTC 12.9: sm_90's code of the radius-8 kernel fits 40 registers (6 blocks/SM), and
+// the radius-16 kernel 64 (4 blocks/SM) on every arch; sm_72/sm_87 code of the radius-8
+// kernel spills at 6 blocks/SM, so there it keeps 4 (64 registers). More warps per SM:
+// the big octaves' stages are latency-bound at 4 and 3 blocks/SM (perf/RESULTS.md).
+#if __CUDA_ARCH__ >= 900
+#define BLUR_R8_MIN_BLOCKS 6
+#else
+#define BLUR_R8_MIN_BLOCKS 4
+#endif
+BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, BLUR_R8_MIN_BLOCKS, 2, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 4, 2, true)
 BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2, false)

@@ -119,7 +119,6 @@ pub struct Knn2 {
     pub second: i32,
 }
 
-/// Keypoint positions are packed as 16-bit x and y.
 /// Blocks of `orb_pyramid` that its largest resized level keeps busy: one warp per
 /// run of RESIZE_RUN pixels of a row. More blocks would only wait at its barriers.
 fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
@@ -151,6 +150,7 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
     u32::try_from(groups).unwrap_or(u32::MAX).max(1)
 }
 
+/// Keypoint positions are packed as 16-bit x and y.
 fn check_size(image: &GrayImage) -> Result<()> {
     if image.width() > 0xffff || image.height() > 0xffff {
         return Err(Error::InvalidImage(format!(
@@ -647,7 +647,8 @@ impl CudaOrbExtractor {
             self.side_stream.wait(copied)?;
             let level0_tiles =
                 plan.width.div_ceil(SCORE_TILE_W) * plan.height.div_ceil(SCORE_TILE_H);
-            let level0_blocks = (grid_of(&k.fast_score)? / 2)
+            let fast_blocks = grid_of(&k.fast_score)?;
+            let level0_blocks = (fast_blocks / 2)
                 .max(1)
                 .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
             fast_score(&self.side_stream, 0, 1, level0_blocks)?;
@@ -664,7 +665,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.barrier.ptr)
                 .launch_cooperative(cfg(blocks, BLOCK))?;
             if n_levels > 1 {
-                fast_score(stream, 1, n_levels, grid_of(&k.fast_score)?)?;
+                fast_score(stream, 1, n_levels, fast_blocks)?;
             }
             stream.wait(level0_done)?;
             stream

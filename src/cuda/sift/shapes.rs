@@ -1,6 +1,7 @@
 //! The SIFT kernels, looked up once, and their launch shapes from the occupancy API:
 //! block sizes from `cuOccupancyMaxPotentialBlockSize` (with each kernel's shared
-//! memory per block), persistent grids of blocks-per-SM x the SMs the pipeline runs on (all, or `--sm-limit`).
+//! memory per block), persistent grids of blocks-per-SM x the SMs the pipeline runs on
+//! (all, or `--sm-limit`).
 
 use std::ffi::c_int;
 

@@ -1,6 +1,6 @@
 // OpenCV's fastAtan2 (degrees in [0, 360]): a degree-7 odd polynomial for atan on
-// [0, 1]. Same constants and operation order as src/cpu/sift/fastmath.rs; modules
-// using it compile with --fmad=false so every rounding matches the CPU's.
+// [0, 1]. Same constants and operation order as src/cpu/sift/fastmath.rs (FMA
+// contraction aside, which moves the result by an ulp or so).
 #pragma once
 
 __device__ __forceinline__ float fast_atan2_degrees(float y, float x) {

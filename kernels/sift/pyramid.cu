@@ -7,8 +7,9 @@
 // the horizontal pass over every row of the halo, then the vertical pass, and writes
 // the new level and `new - old` with the old value still in shared memory, so the
 // DoG never re-reads a Gaussian.
-// The pass order and the summation order of the taps are the CPU reference's, and
-// the module compiles without FMA contraction: the planes are the CPU's, bit for bit.
+// The pass order and the summation order of the taps are the CPU reference's; the
+// module contracts multiply-adds into FMAs (a rounding fewer per tap than the CPU), so
+// the planes are the CPU's to within a few ulps.
 //
 // Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked);
 // level 1 of a later octave reads every second pixel of level n of the octave before,

@@ -1,7 +1,7 @@
 // Sub-pixel and sub-scale refinement of the candidates (docs/sift-reference.md
 // section 3), a thread per candidate, survivors compacted for the orientation
-// kernel. The arithmetic is src/cpu/sift/refine.rs operation for operation (no FMA
-// contraction in this module), so the refined points are the CPU's.
+// kernel. The arithmetic is src/cpu/sift/refine.rs operation for operation; with FMA
+// contraction the refined points are the CPU's to within a few ulps.
 #include "common/sift_octaves.cuh"
 #include "common/warp_append.cuh"
 

@@ -73,7 +73,7 @@ const fn module(
 /// Every module the backend loads. ORB modules are bit-exact with the CPU reference.
 /// SIFT's float kernels contract multiply-adds: issue 4's parity is a tolerance (0.05 px,
 /// 1 % descriptor L2), and separate FMUL + FADD cost the blur a third more instructions.
-pub const MODULES: [KernelModule; 12] = [
+pub const MODULES: [KernelModule; 13] = [
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), Exact),
     module("orb_detect", kernel_file!("orb/detect.cu"), Exact),
     module("orb_select", kernel_file!("orb/select.cu"), Exact),
@@ -82,6 +82,11 @@ pub const MODULES: [KernelModule; 12] = [
     // Integer distances only: fast math changes nothing.
     module("match_l2", kernel_file!("match/l2.cu"), Fast),
     module("sift_pyramid", kernel_file!("sift/pyramid.cu"), Contracted),
+    module(
+        "sift_small_octaves",
+        kernel_file!("sift/small_octaves.cu"),
+        Contracted,
+    ),
     module("sift_extrema", kernel_file!("sift/extrema.cu"), Contracted),
     module("sift_refine", kernel_file!("sift/refine.cu"), Contracted),
     module(

@@ -1,16 +1,42 @@
 //! The per-frame launch sequence (everything between upload and downloads), queued
 //! on the pipeline's stream: captured once per image size into a CUDA graph.
 
-use cudarc::driver::{result, CudaStream, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaEvent, CudaStream, PushKernelArg};
 
 use crate::config::SiftConfig;
 use crate::cpu::sift::extrema::prefilter_threshold;
+use crate::cuda::gpu::Gpu;
 use crate::cuda::sift::plan::{BlurJob, Plan};
 use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
 
+/// A second stream and the events that fork it from the frame's stream and join it
+/// back (a branch of the captured graph).
+pub struct Branch {
+    stream: Arc<CudaStream>,
+    forked: CudaEvent,
+    done: CudaEvent,
+}
+
+impl Branch {
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        let event = || {
+            gpu.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+        };
+        Ok(Self {
+            stream: gpu.side_stream()?,
+            forked: event()?,
+            done: event()?,
+        })
+    }
+}
+
 pub fn enqueue(
     stream: &CudaStream,
+    branch: &Branch,
     kernels: &Kernels,
     config: &SiftConfig,
     plan: &Plan,
@@ -49,9 +75,10 @@ pub fn enqueue(
     // kernels/sift/*.cu in order and type (device pointers as u64, i32, f32); every
     // pointer is a live buffer of this plan, sized by the capacities the kernels are
     // given, and the tables (octaves, jobs, taps) were built for this plan's size.
+    let job_table = |first: usize| plan.jobs.ptr + (first * std::mem::size_of::<BlurJob>()) as u64;
     unsafe {
-        for stage in &plan.stages {
-            let jobs = plan.jobs.ptr + (stage.first_job * std::mem::size_of::<BlurJob>()) as u64;
+        for (s, stage) in plan.stages.iter().enumerate() {
+            let jobs = job_table(stage.first_job);
             let tiles = stage.tiles as i32;
             let blur = k.blur_for(stage);
             stream
@@ -64,6 +91,29 @@ pub fn enqueue(
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.taps.ptr)
                 .launch(blur.config(stage.tiles))?;
+            // The small octaves start from the level this stage made, and run in one
+            // block beside the rest of the blur; the frame's stream waits for them
+            // before the extrema.
+            if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
+                branch.forked.record(stream)?;
+                branch.stream.wait(&branch.forked)?;
+                branch
+                    .stream
+                    .launch_builder(&k.small_octaves.function)
+                    .arg(&job_table(small.first_job))
+                    .arg(&small.n_jobs)
+                    .arg(&small.max_width)
+                    .arg(&small.max_height)
+                    .arg(&small.pad)
+                    .arg(&plan.pyramid.ptr)
+                    .arg(&plan.taps.ptr)
+                    .arg(&small.n_taps)
+                    .launch(k.small_octaves_config(small.shared_bytes))?;
+                branch.done.record(&branch.stream)?;
+            }
+        }
+        if plan.small_octaves.is_some() {
+            stream.wait(&branch.done)?;
         }
         stream
             .launch_builder(&k.extrema.function)

@@ -47,6 +47,8 @@ pub struct CudaSiftExtractor {
     last_timing: FrameTiming,
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
+    /// Where the small octaves' block runs, beside the bigger octaves' blur.
+    branch: launch::Branch,
 }
 
 impl CudaSiftExtractor {
@@ -66,8 +68,10 @@ impl CudaSiftExtractor {
         let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
         let events = gpu.frame_events()?;
+        let branch = launch::Branch::new(&gpu)?;
         Ok(Self {
             events,
+            branch,
             config,
             gpu,
             unified,
@@ -105,7 +109,7 @@ impl CudaSiftExtractor {
             width,
             height,
             self.unified,
-            self.kernels.sms,
+            self.kernels.limits,
         )?;
         self.plan = Some(plan);
         Ok(())
@@ -114,6 +118,7 @@ impl CudaSiftExtractor {
     fn enqueue(&self, plan: &Plan) -> Result<()> {
         launch::enqueue(
             &self.gpu.stream,
+            &self.branch,
             &self.kernels,
             &self.config,
             plan,

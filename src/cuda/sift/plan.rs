@@ -22,7 +22,23 @@ pub const TILE_H: usize = 32;
 /// Blur tiles from the largest down: an octave takes the first that gives it at least
 /// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
+/// Octaves of at most this many pixels go to `sift_small_octaves` (one block), where
+/// their shared memory fits: 60x33 (1080p's sixth octave) and below. Measured on an
+/// H200 (perf/RESULTS.md): from 80x60 or 120x67 on, one SM takes longer over the
+/// octaves than the tiled launches it replaces.
+const SMALL_OCTAVE_MAX_PIXELS: usize = 2048;
+/// `SMALL_MAX_RADIUS` and `RUN` of kernels/sift/small_octaves.cu.
+const SMALL_MAX_RADIUS: usize = 16;
+const SMALL_RUN: usize = 4;
 pub const DESCRIPTOR_BYTES: usize = 128;
+
+/// What the device gives a plan: the SMs its grids spread over (all, or `--sm-limit`;
+/// blur tiles are sized for them) and the shared memory one block may take.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceLimits {
+    pub sms: usize,
+    pub shared_per_block: usize,
+}
 
 /// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
 #[repr(C)]
@@ -58,6 +74,66 @@ const SOURCE_PLANE: i32 = 0;
 const SOURCE_PLANE_HALVED: i32 = 1;
 const SOURCE_FRAME: i32 = 2;
 const SOURCE_FRAME_UPSAMPLED: i32 = 3;
+
+/// The octaves made by `sift_small_octaves` in one block: `n_jobs` jobs from
+/// `first_job` of the job table, in order, on a side branch of the frame's graph.
+#[derive(Clone, Copy, Debug)]
+pub struct SmallOctaves {
+    pub first_job: usize,
+    pub n_jobs: i32,
+    /// The first (largest) of them, and the widest radius of their levels.
+    pub max_width: i32,
+    pub max_height: i32,
+    pub pad: i32,
+    /// Floats of the tap table, which the block copies to shared memory.
+    pub n_taps: i32,
+    pub shared_bytes: u32,
+    /// The blur stage that makes the level they start from (level n of the octave
+    /// before): the side branch forks after it.
+    pub after_stage: usize,
+}
+
+/// Dynamic shared memory of `sift_small_octaves` for `n_jobs` levels of octaves up to
+/// `width` x `height` and radii up to `pad`, with the pipeline's `n_taps` taps: the
+/// taps (rounded up to `SMALL_RUN`) and the jobs, the level with `pad` columns each
+/// side, rows at an odd stride, and the horizontal pass with `pad` rows above and below.
+fn small_octave_shared_bytes(
+    (width, height): (usize, usize),
+    pad: usize,
+    n_taps: usize,
+    n_jobs: usize,
+) -> usize {
+    let run_width = width.div_ceil(SMALL_RUN) * SMALL_RUN;
+    let run_height = height.div_ceil(SMALL_RUN) * SMALL_RUN;
+    let level = height * ((run_width + 2 * pad) | 1);
+    let rows = (run_height + 2 * pad) * (run_width | 1);
+    let tables =
+        n_taps.div_ceil(SMALL_RUN) * SMALL_RUN * size_of::<f32>() + n_jobs * size_of::<BlurJob>();
+    tables + (level + rows) * size_of::<f32>()
+}
+
+/// The first octave `sift_small_octaves` makes (and every one after it), or none
+/// (`octaves.len()`): an octave past the first (the first reads the frame) of at most
+/// `SMALL_OCTAVE_MAX_PIXELS` whose shared memory fits in `shared_limit` bytes.
+fn first_small_octave(
+    octaves: &[SiftOctave],
+    taps: &Taps,
+    levels: usize,
+    shared_limit: usize,
+) -> usize {
+    let pad = taps.layer_radius();
+    if pad > SMALL_MAX_RADIUS {
+        return octaves.len();
+    }
+    (1..octaves.len())
+        .find(|&o| {
+            let size = (octaves[o].width as usize, octaves[o].height as usize);
+            let n_jobs = (octaves.len() - o) * (levels - 1);
+            size.0 * size.1 <= SMALL_OCTAVE_MAX_PIXELS
+                && small_octave_shared_bytes(size, pad, taps.values.len(), n_jobs) <= shared_limit
+        })
+        .unwrap_or(octaves.len())
+}
 
 /// One launch of the blur kernel: `n_jobs` jobs from `first_job` of the job table.
 #[derive(Clone, Copy, Debug)]
@@ -117,6 +193,11 @@ impl Taps {
         })
     }
 
+    /// The widest of the layers' kernels (levels 1..n+3; the base blur is octave 0's).
+    pub fn layer_radius(&self) -> usize {
+        self.layers.iter().map(|t| t.1).max().unwrap_or(0)
+    }
+
     /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
     /// horizontal pass's rows, both with rows padded to an odd stride.
     pub fn blur_shared_bytes(&self) -> u32 {
@@ -132,6 +213,7 @@ pub struct Plan {
     pub height: usize,
     pub octaves: Vec<SiftOctave>,
     pub stages: Vec<BlurStage>,
+    pub small_octaves: Option<SmallOctaves>,
     pub candidate_capacity: usize,
     pub keypoint_capacity: usize,
     /// Keypoints the frame can return: `max_features`, or `keypoint_capacity`.
@@ -169,7 +251,7 @@ impl Plan {
         width: usize,
         height: usize,
         unified: bool,
-        sms: usize,
+        limits: DeviceLimits,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
         let scale = if config.upscale { 2 } else { 1 };
@@ -180,7 +262,8 @@ impl Plan {
             height,
             upscale: config.upscale,
         };
-        let (jobs, stages) = blur_schedule(&octaves, taps, n, source, sms)?;
+        let first_small = first_small_octave(&octaves, taps, n + 3, limits.shared_per_block);
+        let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
 
         let input_pixels = width * height;
         let keypoint_capacity = (input_pixels / 32).max(4096);
@@ -196,13 +279,14 @@ impl Plan {
         Ok(Self {
             width,
             height,
-            stages,
+            stages: schedule.stages,
+            small_octaves: schedule.small_octaves,
             candidate_capacity,
             keypoint_capacity,
             output_capacity,
             octave_table: DeviceBuffer::from_slice(ctx, &octaves)?,
             octaves,
-            jobs: DeviceBuffer::from_slice(ctx, &jobs)?,
+            jobs: DeviceBuffer::from_slice(ctx, &schedule.jobs)?,
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
@@ -317,21 +401,36 @@ impl BlurJob {
     }
 }
 
+/// The blur jobs, their launches and the small octaves' block.
+struct BlurSchedule {
+    jobs: Vec<BlurJob>,
+    stages: Vec<BlurStage>,
+    small_octaves: Option<SmallOctaves>,
+}
+
 /// The blur jobs and their launches. Level `l` of octave `o` can run once level `l - 1`
 /// exists, and level 1 of octave `o + 1` once level `n` of octave `o` does: job (o, l)
 /// goes to stage `n o + l` (stage 0: the base image), so the launches of consecutive
-/// octaves overlap.
+/// octaves overlap. Octaves from `first_small` on go, in order, to the small octaves'
+/// block instead, which forks after the stage making level `n` of octave
+/// `first_small - 1`.
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
     n: usize,
     frame: FrameSource,
     sms: usize,
-) -> Result<(Vec<BlurJob>, Vec<BlurStage>)> {
+    first_small: usize,
+) -> Result<BlurSchedule> {
     let levels = n + 3;
     let Some(first) = octaves.first() else {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok(BlurSchedule {
+            jobs: Vec::new(),
+            stages: Vec::new(),
+            small_octaves: None,
+        });
     };
+    let mut small_jobs = Vec::new();
     let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
     let mut put = |stage: usize, job: BlurJob| {
         if by_stage.len() <= stage {
@@ -374,28 +473,36 @@ fn blur_schedule(
                     oct.height,
                 )
             };
-            put(
-                n * o + level,
-                BlurJob {
-                    source,
-                    src_offset,
-                    src_width,
-                    src_height,
-                    // The last level only feeds the last DoG.
-                    gauss_out: if level + 1 < levels {
-                        oct.gauss + level as i32 * plane
-                    } else {
-                        -1
-                    },
-                    dog_out: oct.dog + (level as i32 - 1) * plane,
-                    ..level_job(oct, taps.layers[level - 1], sms)?
+            let job = BlurJob {
+                source,
+                src_offset,
+                src_width,
+                src_height,
+                // The last level only feeds the last DoG.
+                gauss_out: if level + 1 < levels {
+                    oct.gauss + level as i32 * plane
+                } else {
+                    -1
                 },
-            );
+                dog_out: oct.dog + (level as i32 - 1) * plane,
+                ..level_job(oct, taps.layers[level - 1], sms)?
+            };
+            if o >= first_small {
+                small_jobs.push(job);
+            } else {
+                put(n * o + level, job);
+            }
         }
     }
     let mut jobs = Vec::new();
     let mut stages = Vec::new();
+    // Level n of the octave before the small ones: where their block starts from.
+    let small_source = small_jobs.first().map(|job: &BlurJob| job.src_offset);
+    let mut after_stage = 0;
     for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
+        if stage_jobs.iter().any(|j| Some(j.gauss_out) == small_source) {
+            after_stage = stages.len();
+        }
         let first_job = jobs.len();
         let mut tiles = 0usize;
         let max_radius = stage_jobs
@@ -416,7 +523,35 @@ fn blur_schedule(
             max_radius,
         });
     }
-    Ok((jobs, stages))
+    let small_octaves = match octaves.get(first_small) {
+        Some(largest) if !small_jobs.is_empty() => {
+            let pad = small_jobs
+                .iter()
+                .map(|j| j.radius as usize)
+                .max()
+                .unwrap_or(0);
+            let size = (largest.width as usize, largest.height as usize);
+            let n_taps = taps.values.len();
+            let small = SmallOctaves {
+                first_job: jobs.len(),
+                n_jobs: to_i32(small_jobs.len(), "jobs")?,
+                max_width: largest.width,
+                max_height: largest.height,
+                pad: to_i32(pad, "radius")?,
+                n_taps: to_i32(n_taps, "taps")?,
+                shared_bytes: small_octave_shared_bytes(size, pad, n_taps, small_jobs.len()) as u32,
+                after_stage,
+            };
+            jobs.extend(small_jobs);
+            Some(small)
+        }
+        _ => None,
+    };
+    Ok(BlurSchedule {
+        jobs,
+        stages,
+        small_octaves,
+    })
 }
 
 #[cfg(test)]
@@ -449,16 +584,20 @@ mod tests {
     }
 
     /// Every level is made once, after the level it blurs; every DoG plane is written
-    /// once; every stage's tiles are its jobs' tiles.
+    /// once; every stage's tiles are its jobs' tiles; the small octaves' block starts
+    /// after the stage making its first source and makes its levels in order.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
-        for (sms, width, height, upscale) in [
-            (132, 1920, 1080, true),
-            (132, 1920, 1080, false),
-            (8, 1920, 1080, false),
-            (132, 40, 30, true),
+        const H200_SHARED: usize = 227 * 1024;
+        for (sms, width, height, upscale, shared_limit) in [
+            (132, 1920, 1080, true, H200_SHARED),
+            (132, 1920, 1080, false, H200_SHARED),
+            (132, 1920, 1080, false, 0),
+            (8, 1920, 1080, false, H200_SHARED),
+            (132, 1280, 960, false, 12 * 1024),
+            (132, 40, 30, true, H200_SHARED),
         ] {
-            let case = format!("{width}x{height} upscale={upscale} {sms} SMs");
+            let case = format!("{width}x{height} upscale={upscale} {sms} SMs {shared_limit} B");
             let config = SiftConfig {
                 upscale,
                 ..SiftConfig::default()
@@ -471,7 +610,12 @@ mod tests {
                 height,
                 upscale,
             };
-            let (jobs, stages) = blur_schedule(&octaves, &taps, n, frame, sms).unwrap();
+            let first_small = first_small_octave(&octaves, &taps, n + 3, shared_limit);
+            let BlurSchedule {
+                jobs,
+                stages,
+                small_octaves,
+            } = blur_schedule(&octaves, &taps, n, frame, sms, first_small).unwrap();
             let mut made_at = std::collections::HashMap::new();
             let mut dogs = std::collections::HashSet::new();
             for (s, stage) in stages.iter().enumerate() {
@@ -500,6 +644,51 @@ mod tests {
                 let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
                 assert_eq!(tiles, stage.tiles as usize, "{case}");
             }
+            if let Some(small) = small_octaves {
+                let small_jobs = &jobs[small.first_job..small.first_job + small.n_jobs as usize];
+                assert_eq!(small.first_job + small_jobs.len(), jobs.len(), "{case}");
+                let largest = &octaves[first_small];
+                assert_eq!(
+                    (small.max_width, small.max_height),
+                    (largest.width, largest.height)
+                );
+                assert!(
+                    small.shared_bytes as usize <= shared_limit,
+                    "{case}: {} B",
+                    small.shared_bytes
+                );
+                assert_eq!(
+                    made_at.get(&small_jobs[0].src_offset),
+                    Some(&small.after_stage)
+                );
+                let mut previous: Option<&BlurJob> = None;
+                for job in small_jobs {
+                    assert!(job.radius <= small.pad, "{case}");
+                    match job.source {
+                        // An octave's first level reads a level made before.
+                        SOURCE_PLANE_HALVED => {
+                            assert!(made_at.contains_key(&job.src_offset), "{case}")
+                        }
+                        // Any other, the level the job before it made.
+                        _ => assert_eq!(Some(job.src_offset), previous.map(|p| p.gauss_out)),
+                    }
+                    if job.gauss_out >= 0 {
+                        assert!(
+                            made_at.insert(job.gauss_out, usize::MAX).is_none(),
+                            "{case}"
+                        );
+                    }
+                    assert!(dogs.insert(job.dog_out), "{case}");
+                    previous = Some(job);
+                }
+            }
+            let expected_small = match (width, shared_limit) {
+                (1920, H200_SHARED) => Some(if upscale { 6 } else { 5 }),
+                (1920, _) => None,
+                (1280, _) => Some(6), // 40x30 needs 18 KB: 12 KB take the next octave
+                _ => Some(1),
+            };
+            assert_eq!(small_octaves.map(|_| first_small), expected_small, "{case}");
             assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
             // Consecutive octaves overlap: fewer launches than levels.
             assert!(stages.len() < octaves.len() * (n + 2) + 1, "{case}");

@@ -8,12 +8,14 @@ use std::ffi::c_int;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::BlurStage;
+use crate::cuda::sift::plan::{BlurStage, DeviceLimits};
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
 /// shared tiles are sized for it.
 pub const BLUR_THREADS: u32 = 256;
+/// `SMALL_THREADS` of kernels/sift/small_octaves.cu: one block makes the small octaves.
+const SMALL_OCTAVE_THREADS: u32 = 1024;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
 /// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
@@ -77,8 +79,9 @@ impl Launch {
 pub struct Kernels {
     /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
     pub blur_dog: [Launch; 3],
-    /// SMs the grids spread over (all, or `--sm-limit`): the blur tiles are sized for it.
-    pub sms: usize,
+    /// `sift_small_octaves`, allowed the device's largest shared memory per block.
+    pub small_octaves: Launch,
+    pub limits: DeviceLimits,
     pub extrema: Launch,
     pub refine: Launch,
     pub orientation: Launch,
@@ -98,7 +101,19 @@ impl Kernels {
         }
     }
 
+    /// The small octaves' block, with `shared` bytes of dynamic shared memory.
+    pub fn small_octaves_config(&self, shared: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (self.small_octaves.threads, 1, 1),
+            shared_mem_bytes: shared,
+        }
+    }
+
     pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
+        let shared_limit = gpu.ctx.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )? as u32;
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {
@@ -153,7 +168,16 @@ impl Kernels {
                     blur_shared,
                 )?,
             ],
-            sms: gpu.sm_count as usize,
+            small_octaves: fixed(
+                "sift_small_octaves",
+                "sift_small_octaves",
+                SMALL_OCTAVE_THREADS,
+                shared_limit,
+            )?,
+            limits: DeviceLimits {
+                sms: gpu.sm_count as usize,
+                shared_per_block: shared_limit as usize,
+            },
             extrema: sized(
                 "sift_extrema",
                 "sift_extrema",

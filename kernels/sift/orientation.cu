@@ -8,7 +8,7 @@
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
-#include "common/fast_atan2.cuh"
+#include "common/gradient.cuh"
 #include "common/warp_append.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
@@ -41,25 +41,34 @@ extern "C" __global__ void sift_orientation(
         const float scale = ext_scale[e];
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
-        const float exp_scale = -1.f / (2.f * sigma * sigma);
+        // The Gaussian weight exp(-(i^2 + j^2) / (2 sigma^2)) as a power of two.
+        const float log2_weight_scale = -1.44269504f / (2.f * sigma * sigma);
         for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
         __syncwarp();
-        const int side = 2 * radius + 1, samples = side * side;
-        for (int base = warp * 32; base < samples; base += blockDim.x) {
-            const int k = base + lane;
-            const int i = k / side - radius, j = k % side - radius;
+        // The window's samples k = row * side + column in strips of 32: the lane's row
+        // and column advance by (step / side, step % side) per strip, so no lane divides
+        // per sample.
+        const int side = 2 * radius + 1, step = (int)blockDim.x;
+        const int first = warp * 32 + lane, row_step = step / side, column_step = step % side;
+        int row = first / side, column = first % side;
+        for (int base = warp * 32; base < side * side; base += step) {
+            const int i = row - radius, j = column - radius;
             const int py = y + i, px = x + j;
             int bin = -1;
             float vote[1] = {0.f};
-            if (k < samples && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
-                const float* p = image + py * w + px;
-                float dx = __ldg(p + 1) - __ldg(p - 1);
-                float dy = __ldg(p - w) - __ldg(p + w);
-                float weight = expf((float)(i * i + j * j) * exp_scale);
-                float degrees = fast_atan2_degrees(dy, dx);
-                bin = (int)rintf(degrees * (float)BINS / 360.f);
-                bin = ((bin % BINS) + BINS) % BINS;
-                vote[0] = weight * sqrtf(dx * dx + dy * dy);
+            if (row < side && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
+                const WeightedGradient g = weighted_gradient(
+                    image, (unsigned int)(py * w + px), w, (float)(i * i + j * j) * log2_weight_scale);
+                // Degrees in [0, 360]: bins 0 .. 36, where 36 is bin 0 again.
+                bin = (int)rintf(g.degrees * ((float)BINS / 360.f));
+                if (bin >= BINS) bin -= BINS;
+                vote[0] = g.magnitude;
+            }
+            column += column_step;
+            row += row_step;
+            if (column >= side) {
+                column -= side;
+                ++row;
             }
             unsigned int peers = warp_reduce_by_key(bin, vote);
             if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];

@@ -31,22 +31,6 @@
 // From a rotated offset in bins to the bin coordinate (bin 0 from 0 to 1).
 #define BIN_SHIFT ((float)(D / 2) - 0.5f)
 
-// Adds a writer's 8 votes to its key's 8 contiguous sub-histogram entries.
-__device__ __forceinline__ void add_votes(float* entries, const float (&votes)[VOTES]) {
-    float4* at = reinterpret_cast<float4*>(entries);
-    float4 low = at[0], high = at[1];
-    low.x += votes[0];
-    low.y += votes[1];
-    low.z += votes[2];
-    low.w += votes[3];
-    high.x += votes[4];
-    high.y += votes[5];
-    high.z += votes[6];
-    high.w += votes[7];
-    at[0] = low;
-    at[1] = high;
-}
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -73,7 +57,7 @@ extern "C" __global__ void sift_describe(
     const float* __restrict__ out_y, const float* __restrict__ out_size,
     const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
     unsigned int* __restrict__ work, unsigned int* __restrict__ descriptors) {
-    // Per warp: KEYS first bins of VOTES entries each; then the block's LENGTH values.
+    // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
@@ -161,16 +145,12 @@ extern "C" __global__ void sift_describe(
                     }
                 }
                 if (!__any_sync(0xffffffffu, key >= 0)) continue;  // margin samples only
-                // Even and odd lanes reduce apart (groups half as large: a tree level
-                // fewer) and write in two phases, even lanes' sums first.
-                const int parity = lane & 1;
-                const unsigned int peers =
-                    warp_reduce_by_key(key >= 0 ? 2 * key + parity : -1, votes);
-                const bool writes = key >= 0 && reduce_by_key_writer(peers);
-                for (int phase = 0; phase < 2; ++phase) {
-                    if (writes && parity == phase) add_votes(sub + key * VOTES, votes);
-                    __syncwarp();  // the next phase's or strip's writers may add to these words
+                unsigned int peers = warp_reduce_by_key(key, votes);
+                if (key >= 0 && reduce_by_key_writer(peers)) {
+#pragma unroll
+                    for (int v = 0; v < VOTES; ++v) sub[v * KEYS + key] += votes[v];
                 }
+                __syncwarp();  // the next strip's writers may add to these words
             }
         }
         __syncthreads();
@@ -184,8 +164,8 @@ extern "C" __global__ void sift_describe(
 #pragma unroll
                 for (int vote = 0; vote < VOTES; ++vote) {
                     const int dr = vote >> 2, dc = (vote >> 1) & 1, dor = vote & 1;
-                    const int key = (r - dr) * KEY_ROW + (c - dc) * N + (o - dor + N) % N;
-                    v += shared[wp * (VOTES * KEYS) + key * VOTES + vote];
+                    v += shared[wp * (VOTES * KEYS) + vote * KEYS + (r - dr) * KEY_ROW +
+                                (c - dc) * N + (o - dor + N) % N];
                 }
             }
             gathered[b] = v;

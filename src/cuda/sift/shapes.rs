@@ -17,8 +17,8 @@ pub const BLUR_THREADS: u32 = 256;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
 /// Shared floats: orientation, a 36-bin histogram column per thread (rows padded by
-/// one), a 36-bin sum per warp and the block's smoothed histogram; descriptor, 8 votes
-/// for each of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
+/// one), a 36-bin sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
+/// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
 const ORIENTATION_BINS: usize = 36;
 const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
 const DESCRIBE_VALUES: usize = 128;

@@ -19,19 +19,21 @@ __device__ __forceinline__ unsigned int warp_reduce_by_key(int key, float (&valu
     // Position among the group's lanes; lanes of the group above this one.
     unsigned int rank = __popc(peers & ((1u << lane) - 1u));
     unsigned int above = peers & (0xfffffffeu << lane);
-    bool in_tree = true;
     while (__any_sync(0xffffffffu, above != 0u)) {
-        int next = __ffs(above) - 1;  // nearest remaining group lane above, -1: none
-        bool absorbs = in_tree && (rank & 1u) == 0u && next >= 0;
+        // The nearest remaining group lane above; with none, -1 reads lane 31 (a shuffle
+        // takes its source lane mod 32), a value nobody adds.
+        const int next = __ffs(above) - 1;
+        // A lane stays in the tree while its position is even (one that left keeps 1).
+        const bool even = (rank & 1u) == 0u;
+        const bool absorbs = even && above != 0u;
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            float other = __shfl_sync(0xffffffffu, values[k], next < 0 ? (int)lane : next);
+            float other = __shfl_sync(0xffffffffu, values[k], next);
             if (absorbs) values[k] += other;
         }
         // Odd positions handed their sums down: they leave the tree.
-        in_tree = in_tree && (rank & 1u) == 0u;
-        above &= __ballot_sync(0xffffffffu, in_tree);
-        rank >>= 1;
+        above &= __ballot_sync(0xffffffffu, even);
+        rank = even ? rank >> 1 : 1u;
     }
     return peers;
 }

@@ -16,7 +16,7 @@
 // (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
-#include "common/fast_atan2.cuh"
+#include "common/gradient.cuh"
 #include "common/row_runs.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
@@ -28,6 +28,8 @@
 #define VOTES 8
 // Half the side of the sampled square, in bins: r_rot and c_rot within (-2.5, 2.5).
 #define HALF_SIDE ((float)(D / 2) + 0.5f)
+// From a rotated offset in bins to the bin coordinate (bin 0 from 0 to 1).
+#define BIN_SHIFT ((float)(D / 2) - 0.5f)
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -84,8 +86,12 @@ extern "C" __global__ void sift_describe(
         // The rotated square's bounding box (a pixel of margin), within the radius.
         const float half = HALF_SIDE * bin_width * (fabsf(cos_a) + fabsf(sin_a));
         const int reach = min(radius, (int)ceilf(half) + 1);
-        const float exp_scale = -1.f / ((float)D * (float)D * 0.5f);
+        // The Gaussian weight exp(-(c_rot^2 + r_rot^2) / (D^2 / 2)) as a power of two of
+        // the pixel offsets' squared length.
+        const float log2_weight_scale =
+            -1.44269504f / ((float)D * (float)D * 0.5f * bin_width * bin_width);
         const float bins_per_degree = (float)N / 360.f;
+        const float ori_bins = ori * bins_per_degree;
         for (int b = lane; b < VOTES * KEYS / 4; b += 32)
             reinterpret_cast<float4*>(sub)[b] = make_float4(0.f, 0.f, 0.f, 0.f);
         __syncwarp();
@@ -104,31 +110,39 @@ extern "C" __global__ void sift_describe(
                 int j;
                 const int i = top + row_runs_locate(sample, start, first, j);
                 const float fi = (float)i, fj = (float)j;
-                const float c_rot = fj * cos_t - fi * sin_t;
-                const float r_rot = fj * sin_t + fi * cos_t;
-                const float rbin = r_rot + (float)(D / 2) - 0.5f;
-                const float cbin = c_rot + (float)(D / 2) - 0.5f;
+                // The rotated offset in bins, shifted so that bin 0 starts at 0.
+                const float rbin = fmaf(fj, sin_t, fmaf(fi, cos_t, BIN_SHIFT));
+                const float cbin = fmaf(fj, cos_t, fmaf(-fi, sin_t, BIN_SHIFT));
                 int key = -1;
                 float votes[VOTES];
 #pragma unroll
                 for (int v = 0; v < VOTES; ++v) votes[v] = 0.f;
                 if (sample < total && rbin > -1.f && rbin < (float)D && cbin > -1.f &&
                     cbin < (float)D) {
-                    const float* p = image + ((py + i) * w + px + j);
-                    float dx = __ldg(p + 1) - __ldg(p - 1);
-                    float dy = __ldg(p - w) - __ldg(p + w);
-                    float weight = expf((c_rot * c_rot + r_rot * r_rot) * exp_scale);
-                    float magnitude = sqrtf(dx * dx + dy * dy) * weight;
-                    float obin = (fast_atan2_degrees(dy, dx) - ori) * bins_per_degree;
-                    float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
-                    float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
-                    int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
+                    // c_rot^2 + r_rot^2 = (i^2 + j^2) / bin_width^2: a rotation keeps lengths.
+                    const WeightedGradient g = weighted_gradient(
+                        image, (unsigned int)((py + i) * w + px + j), w,
+                        fmaf(fi, fi, fj * fj) * log2_weight_scale);
+                    const float obin = fmaf(g.degrees, bins_per_degree, -ori_bins);
+                    const float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
+                    const float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
+                    const int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
                     key = ((int)r0 + 1) * KEY_ROW + ((int)c0 + 1) * N + o;
-                    // Vote order (dr, dc, do) and product order as src/cpu/sift/descriptor.rs.
-                    const float wr[2] = {1.f - fr, fr}, wc[2] = {1.f - fc, fc}, wo[2] = {1.f - fo, fo};
+                    // Vote v = (dr, dc, do) = (v >> 2, (v >> 1) & 1, v & 1) as
+                    // src/cpu/sift/descriptor.rs; each weight pair as x * f, x - x * f.
+                    float by_row[2], by_cell[4];
+                    by_row[1] = g.magnitude * fr;
+                    by_row[0] = g.magnitude - by_row[1];
 #pragma unroll
-                    for (int v = 0; v < VOTES; ++v)
-                        votes[v] = magnitude * wr[v >> 2] * wc[(v >> 1) & 1] * wo[v & 1];
+                    for (int dr = 0; dr < 2; ++dr) {
+                        by_cell[2 * dr + 1] = by_row[dr] * fc;
+                        by_cell[2 * dr] = by_row[dr] - by_cell[2 * dr + 1];
+                    }
+#pragma unroll
+                    for (int cell = 0; cell < 4; ++cell) {
+                        votes[2 * cell + 1] = by_cell[cell] * fo;
+                        votes[2 * cell] = by_cell[cell] - votes[2 * cell + 1];
+                    }
                 }
                 if (!__any_sync(0xffffffffu, key >= 0)) continue;  // margin samples only
                 unsigned int peers = warp_reduce_by_key(key, votes);

@@ -1,16 +1,17 @@
 // Dominant orientations (docs/sift-reference.md section 4): one block per refined
 // extremum, taken from a work queue (common/block_queue.cuh) widest first, its warps
 // taking every W-th strip of 32 neighbouring window pixels (coalesced reads). Each
-// strip's votes go into the warp's own 36-bin shared histogram through the multi-key
-// warp reduction (one writer per bin, no atomics); the warps' histograms are added in
-// warp order, so the sums are the same every run.
+// thread adds its votes to its own column of a 36-bin shared histogram (one load, add
+// and store per sample: no atomics, no reduction per strip); then each warp sums its
+// 32 columns, lane b taking bin b, and the warps' sums are added in warp order, so the
+// sums are the same every run. Rows of the columns are BINS x (T + 1) apart, so lane
+// b's reads of its row and a warp's writes of one bin fall in distinct banks.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
-#include "common/fast_atan2.cuh"
+#include "common/gradient.cuh"
 #include "common/warp_append.cuh"
-#include "common/warp_reduce_by_key.cuh"
 
 #define BINS 36
 
@@ -25,10 +26,14 @@ extern "C" __global__ void sift_orientation(
     float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
     float* __restrict__ kp_angle, float* __restrict__ kp_response,
     int* __restrict__ kp_octave_layer) {
-    extern __shared__ float shared[];  // per warp: raw[BINS]; then smooth[BINS]
+    // Bin b of thread t at columns[b * (T + 1) + t]; then per warp raw[BINS]; then
+    // smooth[BINS] (T = blockDim.x).
+    extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    float* raw = shared + warp * BINS;
-    float* smooth = shared + n_warps * BINS;
+    const int row = blockDim.x + 1;
+    float* columns = shared;
+    float* raw = shared + BINS * row + warp * BINS;
+    float* smooth = shared + BINS * row + n_warps * BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
     // Taking the next extremum waits for warp 0 to finish with this one's histograms.
     for (int e = block_queue_take(work, n, layers, ext_octave_layer, -1); e < n;
@@ -41,35 +46,55 @@ extern "C" __global__ void sift_orientation(
         const float scale = ext_scale[e];
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
-        const float exp_scale = -1.f / (2.f * sigma * sigma);
-        for (int b = lane; b < BINS; b += 32) raw[b] = 0.f;
-        __syncwarp();
-        const int side = 2 * radius + 1, samples = side * side;
-        for (int base = warp * 32; base < samples; base += blockDim.x) {
-            const int k = base + lane;
-            const int i = k / side - radius, j = k % side - radius;
+        // The Gaussian weight exp(-(i^2 + j^2) / (2 sigma^2)) as a power of two.
+        const float log2_weight_scale = -1.44269504f / (2.f * sigma * sigma);
+        for (int k = threadIdx.x; k < BINS * row / 4; k += blockDim.x)
+            reinterpret_cast<float4*>(columns)[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+        // The window's samples k = row * side + column in strips of 32: the lane's row
+        // and column advance by (step / side, step % side) per strip, so no lane divides
+        // per sample.
+        const int side = 2 * radius + 1, step = (int)blockDim.x;
+        const int first = warp * 32 + lane, row_step = step / side, column_step = step % side;
+        int window_row = first / side, column = first % side;
+        for (int base = warp * 32; base < side * side; base += step) {
+            const int i = window_row - radius, j = column - radius;
             const int py = y + i, px = x + j;
-            int bin = -1;
-            float vote[1] = {0.f};
-            if (k < samples && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
-                const float* p = image + py * w + px;
-                float dx = __ldg(p + 1) - __ldg(p - 1);
-                float dy = __ldg(p - w) - __ldg(p + w);
-                float weight = expf((float)(i * i + j * j) * exp_scale);
-                float degrees = fast_atan2_degrees(dy, dx);
-                bin = (int)rintf(degrees * (float)BINS / 360.f);
-                bin = ((bin % BINS) + BINS) % BINS;
-                vote[0] = weight * sqrtf(dx * dx + dy * dy);
+            if (window_row < side && py > 0 && py < h - 1 && px > 0 && px < w - 1) {
+                const WeightedGradient g = weighted_gradient(
+                    image, (unsigned int)(py * w + px), w, (float)(i * i + j * j) * log2_weight_scale);
+                // Degrees in [0, 360]: bins 0 .. 36, where 36 is bin 0 again.
+                int bin = (int)rintf(g.degrees * ((float)BINS / 360.f));
+                if (bin >= BINS) bin -= BINS;
+                columns[bin * row + threadIdx.x] += g.magnitude;
             }
-            unsigned int peers = warp_reduce_by_key(bin, vote);
-            if (bin >= 0 && reduce_by_key_writer(peers)) raw[bin] += vote[0];
-            __syncwarp();
+            column += column_step;
+            window_row += row_step;
+            if (column >= side) {
+                column -= side;
+                ++window_row;
+            }
         }
         __syncthreads();
+        // The warp's 32 columns: lane b sums bin b; bins 32 .. 35 by 8 lanes each.
+        const float* mine = columns + warp * 32;
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < 32; ++k) sum += mine[lane * row + k];
+        raw[lane] = sum;
+        const int extra = 32 + (lane >> 3), part = (lane & 7) * 4;
+        float tail = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) tail += mine[extra * row + part + k];
+#pragma unroll
+        for (int offset = 4; offset > 0; offset >>= 1) tail += __shfl_xor_sync(0xffffffffu, tail, offset);
+        if ((lane & 7) == 0) raw[extra] = tail;
+        __syncthreads();
+        float* warp_sums = shared + BINS * row;
         for (int b = threadIdx.x; b < BINS; b += blockDim.x) {
-            float sum = shared[b];
-            for (int w = 1; w < n_warps; ++w) sum += shared[w * BINS + b];
-            shared[b] = sum;
+            float total = warp_sums[b];
+            for (int w = 1; w < n_warps; ++w) total += warp_sums[w * BINS + b];
+            warp_sums[b] = total;
         }
         __syncthreads();
         if (warp != 0) continue;

@@ -43,7 +43,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 11] = [
+pub const HEADERS: [(&str, &str); 12] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
@@ -55,6 +55,7 @@ pub const HEADERS: [(&str, &str); 11] = [
     kernel_file!("common/harris.cuh"),
     kernel_file!("common/row_runs.cuh"),
     kernel_file!("common/block_queue.cuh"),
+    kernel_file!("common/gradient.cuh"),
 ];
 
 const fn module(

@@ -18,9 +18,9 @@ pub const BLUR_THREADS: u32 = 256;
 const SMALL_OCTAVE_THREADS: u32 = 1024;
 pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats: orientation, a 36-bin histogram per warp plus the block's smoothed
-/// one; descriptor, 8 per-vote sub-histograms of 5 x 5 x 8 first bins per warp and the
-/// block's 128 gathered values.
+/// Shared floats: orientation, a 36-bin histogram column per thread (rows padded by
+/// one), a 36-bin sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
+/// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
 const ORIENTATION_BINS: usize = 36;
 const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
 const DESCRIBE_VALUES: usize = 128;
@@ -43,7 +43,8 @@ extern "C" fn no_shared_memory(_block: c_int) -> usize {
 }
 
 extern "C" fn orientation_shared_memory(block: c_int) -> usize {
-    (block.max(0) as usize / WARP as usize + 1) * ORIENTATION_BINS * 4
+    let threads = block.max(0) as usize;
+    (threads + 1 + threads / WARP as usize + 1) * ORIENTATION_BINS * 4
 }
 
 /// Shared bytes of a descriptor block of `threads`.

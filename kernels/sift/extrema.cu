@@ -99,24 +99,26 @@ __device__ __forceinline__ int items_of(const SiftOctave& o) {
     return strips_of(o) * max(0, (o.height - 2 * SIFT_IMG_BORDER + BAND - 1) / BAND);
 }
 
+// Tests octaves [octave_begin, octave_end) of the table: the frame's stream tests the
+// big octaves while the small octaves' block (small_octaves.cu) is still making its own.
 extern "C" __global__ void sift_extrema(
-    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves_in, int n_octaves,
-    int n_layers, float threshold, unsigned int* candidate_count, int capacity,
+    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves_in, int octave_begin,
+    int octave_end, int n_layers, float threshold, unsigned int* candidate_count, int capacity,
     int* __restrict__ cand_x, int* __restrict__ cand_y, int* __restrict__ cand_octave_layer) {
     __shared__ SiftOctave octaves[SIFT_MAX_OCTAVES];
     __shared__ int first_item[SIFT_MAX_OCTAVES + 1];
-    for (int i = threadIdx.x; i < n_octaves; i += blockDim.x) octaves[i] = octaves_in[i];
+    for (int i = threadIdx.x; i < octave_end; i += blockDim.x) octaves[i] = octaves_in[i];
     __syncthreads();
     if (threadIdx.x == 0) {
-        first_item[0] = 0;
-        for (int o = 0; o < n_octaves; ++o) first_item[o + 1] = first_item[o] + items_of(octaves[o]);
+        for (int o = 0; o <= octave_begin; ++o) first_item[o] = 0;
+        for (int o = octave_begin; o < octave_end; ++o) first_item[o + 1] = first_item[o] + items_of(octaves[o]);
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, warps_per_block = blockDim.x >> 5;
     const float contrast_floor = fmaxf(threshold, 0.f);
-    for (int item = blockIdx.x * warps_per_block + (threadIdx.x >> 5); item < first_item[n_octaves];
+    for (int item = blockIdx.x * warps_per_block + (threadIdx.x >> 5); item < first_item[octave_end];
          item += gridDim.x * warps_per_block) {
-        int o = 0;
+        int o = octave_begin;
         while (item >= first_item[o + 1]) ++o;
         const SiftOctave oct = octaves[o];
         const int w = oct.width, h = oct.height, plane = w * h;

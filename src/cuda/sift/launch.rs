@@ -112,22 +112,33 @@ pub fn enqueue(
                 branch.done.record(&branch.stream)?;
             }
         }
-        if plan.small_octaves.is_some() {
-            stream.wait(&branch.done)?;
+        let extrema = |octave_begin: i32, octave_end: i32| {
+            stream
+                .launch_builder(&k.extrema.function)
+                .arg(&plan.pyramid.ptr)
+                .arg(&plan.octave_table.ptr)
+                .arg(&octave_begin)
+                .arg(&octave_end)
+                .arg(&n_layers)
+                .arg(&threshold)
+                .arg(&candidate_count)
+                .arg(&cand_capacity)
+                .arg(&cand_x.ptr)
+                .arg(&cand_y.ptr)
+                .arg(&cand_ol.ptr)
+                .launch(k.extrema.persistent())
+        };
+        // The big octaves' extrema run while the small octaves' block finishes.
+        match plan.small_octaves {
+            Some(small) => {
+                extrema(0, small.first_octave)?;
+                stream.wait(&branch.done)?;
+                extrema(small.first_octave, n_octaves)?;
+            }
+            None => {
+                extrema(0, n_octaves)?;
+            }
         }
-        stream
-            .launch_builder(&k.extrema.function)
-            .arg(&plan.pyramid.ptr)
-            .arg(&plan.octave_table.ptr)
-            .arg(&n_octaves)
-            .arg(&n_layers)
-            .arg(&threshold)
-            .arg(&candidate_count)
-            .arg(&cand_capacity)
-            .arg(&cand_x.ptr)
-            .arg(&cand_y.ptr)
-            .arg(&cand_ol.ptr)
-            .launch(k.extrema.persistent())?;
         stream
             .launch_builder(&k.refine.function)
             .arg(&plan.pyramid.ptr)

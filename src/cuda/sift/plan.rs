@@ -81,6 +81,8 @@ const SOURCE_FRAME_UPSAMPLED: i32 = 3;
 pub struct SmallOctaves {
     pub first_job: usize,
     pub n_jobs: i32,
+    /// Index of the first of them in the octave table.
+    pub first_octave: i32,
     /// The first (largest) of them, and the widest radius of their levels.
     pub max_width: i32,
     pub max_height: i32,
@@ -535,6 +537,7 @@ fn blur_schedule(
             let small = SmallOctaves {
                 first_job: jobs.len(),
                 n_jobs: to_i32(small_jobs.len(), "jobs")?,
+                first_octave: to_i32(first_small, "octave")?,
                 max_width: largest.width,
                 max_height: largest.height,
                 pad: to_i32(pad, "radius")?,
@@ -647,6 +650,7 @@ mod tests {
             if let Some(small) = small_octaves {
                 let small_jobs = &jobs[small.first_job..small.first_job + small.n_jobs as usize];
                 assert_eq!(small.first_job + small_jobs.len(), jobs.len(), "{case}");
+                assert_eq!(small.first_octave as usize, first_small, "{case}");
                 let largest = &octaves[first_small];
                 assert_eq!(
                     (small.max_width, small.max_height),

@@ -19,6 +19,13 @@ pub const MAX_RADIUS: usize = 32;
 /// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
 pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
+/// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
+pub const BLUR_KERNEL_RADII: [usize; 3] = [8, 16, MAX_RADIUS];
+/// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
+/// the blur kernel for radii up to `kernel_radius` (tile, halos, a float4 of shift).
+const fn blur_row_stride(kernel_radius: usize) -> usize {
+    TILE_W + 2 * kernel_radius + 4
+}
 /// Blur tiles from the largest down: an octave takes the first that gives it at least
 /// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
@@ -117,12 +124,16 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
-    /// horizontal pass's rows, both with rows padded to an odd stride.
+    /// Dynamic shared memory of the blur kernels: the input tile with its halo and the
+    /// vertical pass's rows, at the row stride of the widest kernel the pipeline launches
+    /// (a narrower kernel needs less).
     pub fn blur_shared_bytes(&self) -> u32 {
-        let rows = TILE_H + 2 * self.max_radius;
-        let stride = (TILE_W + 2 * self.max_radius) | 1;
-        ((rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
+        let kernel_radius = BLUR_KERNEL_RADII
+            .into_iter()
+            .find(|&radius| radius >= self.max_radius)
+            .unwrap_or(MAX_RADIUS);
+        let rows = TILE_H + 2 * self.max_radius + TILE_H;
+        (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
     }
 }
 

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::BlurStage;
+use crate::cuda::sift::plan::{BlurStage, BLUR_KERNEL_RADII};
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
@@ -91,11 +91,12 @@ pub struct Kernels {
 impl Kernels {
     /// The blur kernel whose register window holds the stage's radius.
     pub fn blur_for(&self, stage: &BlurStage) -> &Launch {
-        match stage.max_radius {
-            0..=8 => &self.blur_dog[0],
-            9..=16 => &self.blur_dog[1],
-            _ => &self.blur_dog[2],
-        }
+        let widest = self.blur_dog.len() - 1;
+        let kernel = BLUR_KERNEL_RADII
+            .iter()
+            .position(|&radius| stage.max_radius <= radius)
+            .unwrap_or(widest);
+        &self.blur_dog[kernel]
     }
 
     pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {

@@ -124,16 +124,14 @@ impl Taps {
         })
     }
 
-    /// Dynamic shared memory of the blur kernels: the input tile with its halo and the
-    /// vertical pass's rows, at the row stride of the widest kernel the pipeline launches
-    /// (a narrower kernel needs less).
-    pub fn blur_shared_bytes(&self) -> u32 {
-        let kernel_radius = BLUR_KERNEL_RADII
-            .into_iter()
-            .find(|&radius| radius >= self.max_radius)
-            .unwrap_or(MAX_RADIUS);
-        let rows = TILE_H + 2 * self.max_radius + TILE_H;
-        (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
+    /// Dynamic shared memory of each blur kernel (`BLUR_KERNEL_RADII`): the input tile
+    /// with its halo for the pipeline's widest radius that kernel holds, and the vertical
+    /// pass's rows, at the kernel's row stride.
+    pub fn blur_shared_bytes(&self) -> [u32; 3] {
+        BLUR_KERNEL_RADII.map(|kernel_radius| {
+            let rows = TILE_H + 2 * self.max_radius.min(kernel_radius) + TILE_H;
+            (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
+        })
     }
 }
 

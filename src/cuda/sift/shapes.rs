@@ -99,7 +99,7 @@ impl Kernels {
         &self.blur_dog[kernel]
     }
 
-    pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
+    pub fn load(gpu: &Gpu, blur_shared: [u32; 3]) -> Result<Self> {
         let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
             let function = gpu.function(module, name)?;
             if shared > 48 * 1024 {
@@ -139,19 +139,19 @@ impl Kernels {
                     "sift_pyramid",
                     "sift_blur_dog_r8",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[0],
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r16",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[1],
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r32",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[2],
                 )?,
             ],
             sms: gpu.sm_count as usize,

@@ -515,6 +515,52 @@ mod tests {
         }
     }
 
+    /// Every float the blur passes of kernels/sift/pyramid.cu touch lies inside the
+    /// shared memory the host gives the kernel, for every pipeline radius, every radius
+    /// the kernel runs and every tile shape: the input tile at its shifted columns (the
+    /// vertical pass reads whole float4s), the vertical pass's rows after it, and the
+    /// horizontal pass's float4 window.
+    #[test]
+    fn blur_shared_memory_holds_every_pass() {
+        for max_radius in 0..=MAX_RADIUS {
+            let taps = Taps {
+                values: Vec::new(),
+                base: (0, max_radius),
+                layers: Vec::new(),
+                max_radius,
+            };
+            let bytes = taps.blur_shared_bytes();
+            for (kernel, &kernel_radius) in BLUR_KERNEL_RADII.iter().enumerate() {
+                let floats = bytes[kernel] as usize / size_of::<f32>();
+                let stride = blur_row_stride(kernel_radius);
+                let cols = (TILE_H + 2 * max_radius.min(kernel_radius)) * stride;
+                let exact = kernel_radius < MAX_RADIUS;
+                for r in 0..=max_radius.min(kernel_radius) {
+                    // Centre of output 0 and the widest tap of the kernel's copy.
+                    let (centre, reach) = if exact {
+                        (r.next_multiple_of(4), r)
+                    } else {
+                        (kernel_radius, kernel_radius)
+                    };
+                    for (tw, th) in TILE_SHAPES {
+                        let case = format!(
+                            "max radius {max_radius}, r {r}, kernel {kernel_radius}, {tw}x{th}"
+                        );
+                        let input_end = centre - r + tw + 2 * r;
+                        let vertical_end = (tw + centre + r).next_multiple_of(4);
+                        let window_end = tw - 4 + 4 * ((centre + reach + 3) / 4 + 1);
+                        assert!(
+                            input_end.max(vertical_end).max(window_end) <= stride,
+                            "{case}"
+                        );
+                        assert!((th + 2 * r) * stride <= cols, "{case}");
+                        assert!(cols + th * stride <= floats, "{case}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Small octaves are cut into smaller tiles, down to one tile per SM where possible.
     #[test]
     fn small_octaves_get_a_tile_per_sm() {

@@ -548,7 +548,7 @@ mod tests {
                         );
                         let input_end = centre - r + tw + 2 * r;
                         let vertical_end = (tw + centre + r).next_multiple_of(4);
-                        let window_end = tw - 4 + 4 * ((centre + reach + 3) / 4 + 1);
+                        let window_end = tw - 4 + 4 * ((centre + reach).div_ceil(4) + 1);
                         assert!(
                             input_end.max(vertical_end).max(window_end) <= stride,
                             "{case}"

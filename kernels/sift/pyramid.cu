@@ -146,9 +146,10 @@ __device__ __forceinline__ void copy_interior_async(const float* source, int pit
 // pass blurs the th rows of the tw + 2 r columns the horizontal pass reads (a 64x32 tile
 // at radius 13: 90 columns, +41 % work, where a horizontal pass first blurs 58 rows,
 // +81 %), then the horizontal pass makes the tile's outputs. Both read and write shared
-// memory a float4 at a time: a vertical item is a quad of columns x RUN rows, a
-// horizontal one RUN consecutive outputs of a row, each summing its taps as the inputs
-// stream through its registers (one FMA per tap, one 16-byte load per four inputs).
+// memory a float4 at a time: a vertical item is a quad of columns x RUN rows (1 row in
+// a small tile), a horizontal one RUN consecutive outputs of a row, each summing its taps
+// as the inputs stream through its registers (one FMA per tap, one 16-byte load per four
+// inputs).
 //
 // Columns are shifted in shared memory so that every quad of outputs' centre column
 // starts a float4: column c of the tile's input (the image's x0 - r + c) sits at
@@ -185,15 +186,48 @@ __device__ __forceinline__ float lane_of(const float4& v, int e) {
 }
 
 // acc (the output whose tap k this input is) += w[|k|] * v; the first tap of an exact
-// window (k = -RT) assigns, so no accumulator is zeroed.
+// window (k = -RT) assigns, so no accumulator is zeroed. Explicit roundings: left to
+// contraction, `w0 v0 + w1 v1` may fuse either product, and did differently in the
+// vertical pass's two item shapes, so a pixel's value depended on its tile's shape
+// (all SMs vs `--sm-limit 8`); every tile now rounds each tap the same way.
 template <int RT, bool EXACT>
 __device__ __forceinline__ void add_tap(float& acc, int k, int r, const float (&w)[RT + 1], float v) {
     const int a = k < 0 ? -k : k;
     if (a > RT) return;
     if (EXACT && k == -RT)
-        acc = w[a] * v;
+        acc = __fmul_rn(w[a], v);
     else if (EXACT || a <= r)
-        acc += w[a] * v;
+        acc = __fmaf_rn(w[a], v, acc);
+}
+
+// The vertical pass: item = (quad of columns, run of ROWS rows) of the columns
+// 0 .. C + r + tw of the shifted layout. Output row y sums input rows y .. y + 2 r; input
+// row t of the stream is row y + t - (RT - r), tap k = t - q - RT for output row y + q.
+template <int MAXR, int RT, int C, bool EXACT, int ROWS>
+__device__ __forceinline__ void vertical_pass(const BlurJob& job, int r, const float (&w)[RT + 1],
+                                              const float* input, float* cols) {
+    constexpr int S = blur_row_stride(MAXR);
+    for_each_item((job.tile_w + C + r + 3) >> 2, job.tile_h / ROWS, [&](int quad, int run) {
+        const float* column = input + (run * ROWS - (RT - r)) * S + 4 * quad;
+        float4 acc[ROWS];
+        if (!EXACT)
+            for (int q = 0; q < ROWS; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int t = 0; t < ROWS + 2 * RT; ++t) {
+            if (!EXACT && (t < RT - r || t >= ROWS + RT + r)) continue;
+            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
+#pragma unroll
+            for (int q = 0; q < ROWS; ++q) {
+                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
+                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
+                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
+                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q)
+            *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
+    });
 }
 
 // One tile in the kernel for radii up to MAXR; `input` and `cols` at their arrays' first
@@ -208,30 +242,13 @@ __device__ __forceinline__ void blur_tile(
 #pragma unroll
     for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
 
-    // Vertical: quads of columns 0 .. C + r + tw of the shifted layout, runs of RUN rows.
-    // Output row y sums input rows y .. y + 2 r; input row t of the stream is row
-    // y + t - (RT - r), tap k = t - q - RT for output row y + q.
-    for_each_item((tw + C + r + 3) >> 2, th / RUN, [&](int quad, int run) {
-        const float* column = input + (run * RUN - (RT - r)) * S + 4 * quad;
-        float4 acc[RUN];
-        if (!EXACT)
-            for (int q = 0; q < RUN; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int t = 0; t < RUN + 2 * RT; ++t) {
-            if (!EXACT && (t < RT - r || t >= RUN + RT + r)) continue;
-            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
-#pragma unroll
-            for (int q = 0; q < RUN; ++q) {
-                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
-                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
-                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
-                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < RUN; ++q)
-            *reinterpret_cast<float4*>(cols + (run * RUN + q) * S + 4 * quad) = acc[q];
-    });
+    // A tile narrower than TILE_W is an octave with fewer tiles than SMs, whose stage is
+    // latency-bound: one row per vertical item spreads its pass over more threads (a 16x8
+    // tile: 88 items instead of 22). Wide tiles keep RUN rows: fewer loads per output.
+    if (tw < TILE_W)
+        vertical_pass<MAXR, RT, C, EXACT, 1>(job, r, w, input, cols);
+    else
+        vertical_pass<MAXR, RT, C, EXACT, RUN>(job, r, w, input, cols);
     __syncthreads();
 
     // Horizontal: item = (RUN outputs x .. x + 3 of a row, row); output x + q's tap k reads
@@ -296,6 +313,32 @@ __device__ __forceinline__ void blur_tile_exact(
         blur_tile_exact<MAXR, R - 1>(job, w, input, cols, pyramid, x0, y0);
 }
 
+// A float plane's tile as whole quads of columns: the shifted layout puts shared column p
+// at image column x0 - C + p, a multiple of 4, so the quads of a plane whose rows start
+// 16-byte aligned land on aligned shared quads: a quarter of the copies (and of their
+// address arithmetic) of `copy_interior_async`. `source`: the plane at the tile's first
+// quad, `pitch` floats a row. Returns once this thread's copies have landed; the caller's
+// barrier publishes them to the block.
+template <int S>
+__device__ __forceinline__ void load_quads(const float* source, int pitch, float* input, int quads,
+                                           int rows) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
+    for_each_item(quads, rows, [&](int quad, int row) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                         shared_input + 16u * (unsigned)(row * (S / 4) + quad)),
+                     "l"(source + row * pitch + 4 * quad)
+                     : "memory");
+    });
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
+    for_each_item(quads, rows, [&](int quad, int row) {
+        reinterpret_cast<float4*>(input)[row * (S / 4) + quad] =
+            __ldg(reinterpret_cast<const float4*>(source + row * pitch) + quad);
+    });
+#endif
+}
+
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
 // for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
 // largest radius of the pipeline (`max_radius`, at most MAXR here), then the vertical
@@ -317,12 +360,21 @@ __device__ __forceinline__ void blur_dog_stage(
         const int r = job.radius, tw = job.tile_w, th = job.tile_h;
         const int span_x = tw + 2 * r, span_y = th + 2 * r;
         // Column 0 of the tile's input in the passes' shifted layout.
-        float* input = shared + (EXACT ? exact_centre(r) : MAXR) - r;
+        const int centre = EXACT ? exact_centre(r) : MAXR;
+        float* input = shared + centre - r;
         const int tile = t - job.tile_start;
         const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
         const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
                             y0 + th + r <= job.height;
-        if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
+        const int quads = (tw + centre + r + 3) >> 2;
+        const bool quad_tile = job.source == SOURCE_PLANE &&
+                               ((job.src_offset | job.width) & 3) == 0 && x0 >= centre &&
+                               x0 - centre + 4 * quads <= job.width && y0 >= r &&
+                               y0 + th + r <= job.height;
+        if (quad_tile) {
+            load_quads<S>(pyramid + job.src_offset + (y0 - r) * job.width + x0 - centre,
+                          job.width, shared, quads, span_y);
+        } else if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
             // The source's row pitch and column step, in its elements.
             const bool halved = job.source == SOURCE_PLANE_HALVED;
             const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;

@@ -8,9 +8,9 @@
 // writes the new level and `new - old` with the old value still in shared memory, so
 // the DoG never re-reads a Gaussian.
 // The CPU reference blurs rows first and sums each output's taps centre first; here
-// the order is columns first and taps left to right, with multiply-adds contracted
-// into FMAs, so the planes are the CPU's to within rounding (issue 4's parity is a
-// tolerance: tests/cuda_sift.rs).
+// the order is columns first and taps left to right, one FMA per tap, so the planes are
+// the CPU's to within rounding (issue 4's parity is a tolerance: tests/cuda_sift.rs),
+// and the same whatever the tile shape (`add_tap`).
 //
 // Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked);
 // level 1 of a later octave reads every second pixel of level n of the octave before,

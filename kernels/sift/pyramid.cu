@@ -4,12 +4,13 @@
 // A block blurs a tile (64x32 for big octaves, down to 16x8 so that a small octave
 // still spreads over every SM; the host picks the shape per octave): it loads the
 // tile and its halo of the level below into shared memory (reflected borders), runs
-// the horizontal pass over every row of the halo, then the vertical pass, and writes
-// the new level and `new - old` with the old value still in shared memory, so the
-// DoG never re-reads a Gaussian.
-// The pass order and the summation order of the taps are the CPU reference's; the
-// module contracts multiply-adds into FMAs (a rounding fewer per tap than the CPU), so
-// the planes are the CPU's to within a few ulps.
+// the vertical pass over every column of the halo, then the horizontal pass, and
+// writes the new level and `new - old` with the old value still in shared memory, so
+// the DoG never re-reads a Gaussian.
+// The CPU reference blurs rows first and sums each output's taps centre first; here
+// the order is columns first and taps left to right, one FMA per tap, so the planes are
+// the CPU's to within rounding (issue 4's parity is a tolerance: tests/cuda_sift.rs),
+// and the same whatever the tile shape (`add_tap`).
 //
 // Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked);
 // level 1 of a later octave reads every second pixel of level n of the octave before,
@@ -20,10 +21,6 @@
 // The largest tile: the shared arrays are sized for it.
 #define TILE_W 64
 #define TILE_H 32
-// Row stride of the horizontal pass's output: odd, so that its stores (consecutive
-// lanes, consecutive rows) and the vertical pass's loads hit distinct banks, and fixed,
-// so that the vertical window's addresses are constant offsets whatever the tile.
-#define ROWS_STRIDE (TILE_W + 1)
 #define BLUR_THREADS 256
 
 // Where a job's input level comes from.
@@ -145,145 +142,253 @@ __device__ __forceinline__ void copy_interior_async(const float* source, int pit
 }
 #endif
 
-// The two passes over one tile already in shared memory, for radii up to MAXR: each
-// thread keeps a window of RUN + 2 R inputs in registers and sums RUN outputs from it
-// (one shared load per input instead of 2 R per output). The window is placed so
-// that output q's centre is at index q + MAXR whatever R, so every register index
-// is known at compile time; taps past R are predicated off. `blur_tile_exact` calls
-// it with r = MAXR known at compile time, where no tap or load is predicated. Each
-// output still sums its taps in the CPU's order (centre, then k = 1..R).
+// The two passes over one tile already in shared memory, vertical first: the vertical
+// pass blurs the th rows of the tw + 2 r columns the horizontal pass reads (a 64x32 tile
+// at radius 13: 90 columns, +41 % work, where a horizontal pass first blurs 58 rows,
+// +81 %), then the horizontal pass makes the tile's outputs. Both read and write shared
+// memory a float4 at a time: a vertical item is a quad of columns x RUN rows (1 row in
+// a small tile), a horizontal one RUN consecutive outputs of a row, each summing its taps
+// as the inputs stream through its registers (one FMA per tap, one 16-byte load per four
+// inputs).
+//
+// Columns are shifted in shared memory so that every quad of outputs' centre column
+// starts a float4: column c of the tile's input (the image's x0 - r + c) sits at
+// `C - r + c`, with C (the centre of output 0) a multiple of 4 known at compile time.
+// `blur_tile_exact` calls the passes with RT = r known at compile time (C = r rounded up
+// to 4), where no tap or load is predicated; the radius-32 kernel calls them once with
+// RT = C = MAXR and predicates taps and loads on r (only unusual sigmas reach it).
 #define RUN 4
 
-template <int MAXR>
-__device__ __forceinline__ void sum_run(const float* __restrict__ w, int r, const float (&win)[RUN + 2 * MAXR],
-                                        float (&out)[RUN]) {
-    const float w0 = w[0];
-#pragma unroll
-    for (int q = 0; q < RUN; ++q) out[q] = w0 * win[q + MAXR];
-#pragma unroll
-    for (int k = 1; k <= MAXR; ++k) {
-        if (k <= r) {
-            const float wk = w[k];
-#pragma unroll
-            for (int q = 0; q < RUN; ++q) out[q] += wk * (win[q + MAXR - k] + win[q + MAXR + k]);
+// Shared row stride, in floats, of the kernel for radii up to MAXR: the widest tile, both
+// halos and the shift, a multiple of 4 (float4 rows). Mirrors `blur_row_stride` in
+// src/cuda/sift/plan.rs.
+__host__ __device__ constexpr int blur_row_stride(int maxr) { return TILE_W + 2 * maxr + 4; }
+
+// Calls body(minor, major) for every item of a minor_count x major_count grid, the
+// block's threads blockDim.x items apart, consecutive threads on consecutive minors,
+// with one division per call instead of one per item.
+template <typename Body>
+__device__ __forceinline__ void for_each_item(int minor_count, int major_count, Body body) {
+    const int major_step = blockDim.x / minor_count,
+              minor_step = blockDim.x - major_step * minor_count;
+    int minor = threadIdx.x % minor_count, major = threadIdx.x / minor_count;
+    for (; major < major_count; minor += minor_step, major += major_step) {
+        if (minor >= minor_count) {
+            minor -= minor_count;
+            if (++major >= major_count) break;
         }
+        body(minor, major);
     }
 }
 
-template <int MAXR>
-__device__ __forceinline__ void blur_tile(
-    const BlurJob& job, int r, const float* __restrict__ w, const float* input, int stride,
-    float* rows, float* pyramid, int x0, int y0) {
-    const int tw = job.tile_w, th = job.tile_h, span_rows = th + 2 * r;
-    // Horizontal: item = (run of RUN columns, row); consecutive lanes take
-    // consecutive rows (odd stride: no bank conflicts). Each thread steps its (row, run)
-    // by blockDim.x items with one division per tile, not one per item.
-    const int seg_step = blockDim.x / span_rows, row_step = blockDim.x - seg_step * span_rows;
-    int row = threadIdx.x % span_rows, seg = threadIdx.x / span_rows;
-    for (; seg < tw / RUN; row += row_step, seg += seg_step) {
-        if (row >= span_rows) {
-            row -= span_rows;
-            ++seg;
-            if (seg >= tw / RUN) break;
-        }
-        const int base = row * stride + seg * RUN - (MAXR - r);
-        float win[RUN + 2 * MAXR], out[RUN];
+__device__ __forceinline__ float lane_of(const float4& v, int e) {
+    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
+
+// acc (the output whose tap k this input is) += w[|k|] * v; the first tap of an exact
+// window (k = -RT) assigns, so no accumulator is zeroed. Explicit roundings: left to
+// contraction, `w0 v0 + w1 v1` may fuse either product, and did differently in the
+// vertical pass's two item shapes, so a pixel's value depended on its tile's shape
+// (all SMs vs `--sm-limit 8`); every tile now rounds each tap the same way.
+template <int RT, bool EXACT>
+__device__ __forceinline__ void add_tap(float& acc, int k, int r, const float (&w)[RT + 1], float v) {
+    const int a = k < 0 ? -k : k;
+    if (a > RT) return;
+    if (EXACT && k == -RT)
+        acc = __fmul_rn(w[a], v);
+    else if (EXACT || a <= r)
+        acc = __fmaf_rn(w[a], v, acc);
+}
+
+// The vertical pass: item = (quad of columns, run of ROWS rows) of the columns
+// 0 .. C + r + tw of the shifted layout. Output row y sums input rows y .. y + 2 r; input
+// row t of the stream is row y + t - (RT - r), tap k = t - q - RT for output row y + q.
+template <int MAXR, int RT, int C, bool EXACT, int ROWS>
+__device__ __forceinline__ void vertical_pass(const BlurJob& job, int r, const float (&w)[RT + 1],
+                                              const float* input, float* cols) {
+    constexpr int S = blur_row_stride(MAXR);
+    for_each_item((job.tile_w + C + r + 3) >> 2, job.tile_h / ROWS, [&](int quad, int run) {
+        const float* column = input + (run * ROWS - (RT - r)) * S + 4 * quad;
+        float4 acc[ROWS];
+        if (!EXACT)
+            for (int q = 0; q < ROWS; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-        for (int t = 0; t < RUN + 2 * MAXR; ++t)
-            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = input[base + t];
-        sum_run<MAXR>(w, r, win, out);
+        for (int t = 0; t < ROWS + 2 * RT; ++t) {
+            if (!EXACT && (t < RT - r || t >= ROWS + RT + r)) continue;
+            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) rows[row * ROWS_STRIDE + seg * RUN + q] = out[q];
-    }
-    __syncthreads();
-    // Vertical: item = (column, run of RUN rows); consecutive lanes take consecutive columns.
-    // A tile inside the level whose Gaussian and DoG are both stored (uniform per tile).
-    const bool both_stored = x0 + tw <= job.width && y0 + th <= job.height &&
-                             job.gauss_out >= 0 && job.dog_out >= 0;
-    for (int item = threadIdx.x; item < tw * (th / RUN); item += blockDim.x) {
-        const int c = item & (tw - 1), block = item >> (__ffs(tw) - 1);  // tw: a power of two
-        const int base = (block * RUN - (MAXR - r)) * ROWS_STRIDE + c;
-        float win[RUN + 2 * MAXR], out[RUN];
-#pragma unroll
-        for (int t = 0; t < RUN + 2 * MAXR; ++t)
-            if (t >= MAXR - r && t < RUN + MAXR + r) win[t] = rows[base + t * ROWS_STRIDE];
-        sum_run<MAXR>(w, r, win, out);
-        const int x = x0 + c;
-        if (both_stored) {  // most tiles: no test per output
-#pragma unroll
-            for (int q = 0; q < RUN; ++q) {
-                const int y = y0 + block * RUN + q, at = y * job.width + x;
-                pyramid[job.gauss_out + at] = out[q];
-                pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
+            for (int q = 0; q < ROWS; ++q) {
+                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
+                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
+                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
+                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
             }
+        }
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q)
+            *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
+    });
+}
+
+// One tile in the kernel for radii up to MAXR; `input` and `cols` at their arrays' first
+// float (the layout's column 0).
+template <int MAXR, int RT, int C, bool EXACT>
+__device__ __forceinline__ void blur_tile(
+    const BlurJob& job, int r, const float* __restrict__ taps, const float* input, float* cols,
+    float* pyramid, int x0, int y0) {
+    constexpr int S = blur_row_stride(MAXR);
+    const int tw = job.tile_w, th = job.tile_h;
+    float w[RT + 1];
+#pragma unroll
+    for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
+
+    // A tile narrower than TILE_W is an octave with fewer tiles than SMs, whose stage is
+    // latency-bound: one row per vertical item spreads its pass over more threads (a 16x8
+    // tile: 88 items instead of 22). Wide tiles keep RUN rows: fewer loads per output.
+    if (tw < TILE_W)
+        vertical_pass<MAXR, RT, C, EXACT, 1>(job, r, w, input, cols);
+    else
+        vertical_pass<MAXR, RT, C, EXACT, RUN>(job, r, w, input, cols);
+    __syncthreads();
+
+    // Horizontal: item = (RUN outputs x .. x + 3 of a row, row); output x + q's tap k reads
+    // column x + q + C + k of the shifted layout, streamed a quad at a time.
+    // Tiles inside the level whose Gaussian and DoG are both stored at 16-byte aligned
+    // addresses (uniform per job) write a float4 of each per item, without tests.
+    const bool vector_stores = x0 + tw <= job.width && y0 + th <= job.height &&
+                               job.gauss_out >= 0 && job.dog_out >= 0 &&
+                               ((job.width | job.gauss_out | job.dog_out) & 3) == 0;
+    const int quads_log2 = __ffs(tw) - 3;  // tw / RUN items per row, a power of two
+    for (int item = threadIdx.x; item < th * (tw / RUN); item += blockDim.x) {
+        const int y = item >> quads_log2, x = (item & ((tw >> 2) - 1)) * RUN;
+        const float* row = cols + y * S + x;
+        float out[RUN];
+        if (!EXACT)
+            for (int q = 0; q < RUN; ++q) out[q] = 0.f;
+#pragma unroll
+        for (int j = (C - RT) / 4; j <= (C + RT + RUN - 1) / 4; ++j) {
+            if (!EXACT && (4 * j + 3 < C - r || 4 * j > C + r + RUN - 1)) continue;
+            const float4 v = *reinterpret_cast<const float4*>(row + 4 * j);
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int q = 0; q < RUN; ++q)
+                    add_tap<RT, EXACT>(out[q], 4 * j + e - q - C, r, w, lane_of(v, e));
+        }
+        // The level below at the outputs: row y + r, column x + C of the shifted input.
+        const float4 old = *reinterpret_cast<const float4*>(input + (y + r) * S + x + C);
+        const float4 gauss = make_float4(out[0], out[1], out[2], out[3]);
+        const float4 dog = make_float4(out[0] - old.x, out[1] - old.y, out[2] - old.z, out[3] - old.w);
+        const int gx = x0 + x, gy = y0 + y, at = gy * job.width + gx;
+        if (vector_stores) {  // most tiles
+            *reinterpret_cast<float4*>(pyramid + job.gauss_out + at) = gauss;
+            *reinterpret_cast<float4*>(pyramid + job.dog_out + at) = dog;
             continue;
         }
+        if (gy >= job.height) continue;
 #pragma unroll
         for (int q = 0; q < RUN; ++q) {
-            const int y = y0 + block * RUN + q;
-            if (x < job.width && y < job.height) {
-                int at = y * job.width + x;
-                if (job.gauss_out >= 0) pyramid[job.gauss_out + at] = out[q];
-                if (job.dog_out >= 0)
-                    pyramid[job.dog_out + at] = out[q] - input[(block * RUN + q + r) * stride + c + r];
+            if (gx + q < job.width) {
+                if (job.gauss_out >= 0) pyramid[job.gauss_out + at + q] = lane_of(gauss, q);
+                if (job.dog_out >= 0) pyramid[job.dog_out + at + q] = lane_of(dog, q);
             }
         }
     }
 }
 
+// The centre column of output 0 in the shifted layout of an exact-radius copy.
+__host__ __device__ constexpr int exact_centre(int r) { return (r + 3) & ~3; }
+
 // The tile blurred by the copy of `blur_tile` made for its exact radius R (0..MAXR):
-// the window holds RUN + 2 R inputs and no tap or load is predicated on the radius,
-// where the MAXR copy spends issue slots on the predicates and on the predicated-off
-// taps of every smaller radius (a radius-5 level in the radius-8 kernel, radius 10
-// in the radius-16 one). One copy per radius; the branch is uniform per tile.
-template <int R>
+// no tap or load is predicated on the radius, where a predicated copy spends issue slots
+// on the predicates and on the predicated-off taps of every smaller radius. One copy
+// per radius; the branch is uniform per tile.
+template <int MAXR, int R>
 __device__ __forceinline__ void blur_tile_exact(
-    const BlurJob& job, const float* __restrict__ w, const float* input, int stride,
-    float* rows, float* pyramid, int x0, int y0) {
+    const BlurJob& job, const float* __restrict__ w, const float* input, float* cols,
+    float* pyramid, int x0, int y0) {
     if (job.radius == R)
-        blur_tile<R>(job, R, w, input, stride, rows, pyramid, x0, y0);
+        blur_tile<MAXR, R, exact_centre(R), true>(job, R, w, input, cols, pyramid, x0, y0);
     else if constexpr (R > 0)
-        blur_tile_exact<R - 1>(job, w, input, stride, rows, pyramid, x0, y0);
+        blur_tile_exact<MAXR, R - 1>(job, w, input, cols, pyramid, x0, y0);
+}
+
+// A float plane's tile as whole quads of columns: the shifted layout puts shared column p
+// at image column x0 - C + p, a multiple of 4, so the quads of a plane whose rows start
+// 16-byte aligned land on aligned shared quads: a quarter of the copies (and of their
+// address arithmetic) of `copy_interior_async`. `source`: the plane at the tile's first
+// quad, `pitch` floats a row. Returns once this thread's copies have landed; the caller's
+// barrier publishes them to the block.
+template <int S>
+__device__ __forceinline__ void load_quads(const float* source, int pitch, float* input, int quads,
+                                           int rows) {
+#if __CUDA_ARCH__ >= 800
+    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
+    for_each_item(quads, rows, [&](int quad, int row) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                         shared_input + 16u * (unsigned)(row * (S / 4) + quad)),
+                     "l"(source + row * pitch + 4 * quad)
+                     : "memory");
+    });
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#else
+    for_each_item(quads, rows, [&](int quad, int row) {
+        reinterpret_cast<float4*>(input)[row * (S / 4) + quad] =
+            __ldg(reinterpret_cast<const float4*>(source + row * pitch) + quad);
+    });
+#endif
 }
 
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
 // for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
-// largest radius of the pipeline (`max_radius`), rows padded to an odd stride, and
-// the horizontal pass. EXACT: a copy of the passes per radius (`blur_tile_exact`),
-// else one copy predicated on the radius (the radius-32 kernel, which only unusual
-// sigmas reach: 33 copies of it would mostly add compile time).
+// largest radius of the pipeline (`max_radius`, at most MAXR here), then the vertical
+// pass's rows, both at the row stride `blur_row_stride(MAXR)`. EXACT: a copy of the
+// passes per radius (`blur_tile_exact`), else one copy predicated on the radius (the
+// radius-32 kernel: 33 copies of it would mostly add compile time).
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
     const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
-    extern __shared__ float shared[];
-    float* input = shared;
-    float* rows = shared + (TILE_H + 2 * max_radius) * ((TILE_W + 2 * max_radius) | 1);
+    constexpr int S = blur_row_stride(MAXR);
+    extern __shared__ float4 shared4[];  // float4: the passes' 16-byte accesses are aligned
+    float* shared = reinterpret_cast<float*>(shared4);
+    float* cols = shared + (TILE_H + 2 * min(max_radius, MAXR)) * S;
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
         int j = 0;
         while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
         const BlurJob job = jobs[j];
         const int r = job.radius, tw = job.tile_w, th = job.tile_h;
-        const int span_x = tw + 2 * r, span_y = th + 2 * r, stride = span_x | 1;
+        const int span_x = tw + 2 * r, span_y = th + 2 * r;
+        // Column 0 of the tile's input in the passes' shifted layout.
+        const int centre = EXACT ? exact_centre(r) : MAXR;
+        float* input = shared + centre - r;
         const int tile = t - job.tile_start;
         const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
         const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
                             y0 + th + r <= job.height;
-        if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
+        const int quads = (tw + centre + r + 3) >> 2;
+        const bool quad_tile = job.source == SOURCE_PLANE &&
+                               ((job.src_offset | job.width) & 3) == 0 && x0 >= centre &&
+                               x0 - centre + 4 * quads <= job.width && y0 >= r &&
+                               y0 + th + r <= job.height;
+        if (quad_tile) {
+            load_quads<S>(pyramid + job.src_offset + (y0 - r) * job.width + x0 - centre,
+                          job.width, shared, quads, span_y);
+        } else if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
             // The source's row pitch and column step, in its elements.
             const bool halved = job.source == SOURCE_PLANE_HALVED;
             const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
             const int first = (y0 - r) * pitch + (x0 - r) * step;
             if (job.source == SOURCE_FRAME)
-                load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, stride, span_x,
+                load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, S, span_x,
                                                span_y);
             else
 #if __CUDA_ARCH__ >= 800
                 copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
-                                          stride, span_x, span_y);
+                                          S, span_x, span_y);
 #else
                 load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step,
-                                               input, stride, span_x, span_y);
+                                               input, S, span_x, span_y);
 #endif
         } else {
             for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
@@ -293,15 +398,15 @@ __device__ __forceinline__ void blur_dog_stage(
                     y = reflect101_repeated(y, job.height);
                     x = reflect101_repeated(x, job.width);
                 }
-                input[ry * stride + rx] = source_value(job, frame, pyramid, x, y);
+                input[ry * S + rx] = source_value(job, frame, pyramid, x, y);
             }
         }
         __syncthreads();
         const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
         if constexpr (EXACT)
-            blur_tile_exact<MAXR>(job, w, input, stride, rows, pyramid, x0, y0);
+            blur_tile_exact<MAXR, MAXR>(job, w, shared, cols, pyramid, x0, y0);
         else
-            blur_tile<MAXR>(job, r, w, input, stride, rows, pyramid, x0, y0);
+            blur_tile<MAXR, MAXR, MAXR, false>(job, r, w, shared, cols, pyramid, x0, y0);
         __syncthreads();  // the next tile reuses the shared arrays
     }
 }

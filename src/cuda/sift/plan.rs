@@ -19,6 +19,13 @@ pub const MAX_RADIUS: usize = 32;
 /// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
 pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
+/// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
+pub const BLUR_KERNEL_RADII: [usize; 3] = [8, 16, MAX_RADIUS];
+/// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
+/// the blur kernel for radii up to `kernel_radius` (tile, halos, a float4 of shift).
+const fn blur_row_stride(kernel_radius: usize) -> usize {
+    TILE_W + 2 * kernel_radius + 4
+}
 /// Blur tiles from the largest down: an octave takes the first that gives it at least
 /// one tile per SM, so a small octave's stage is not a few blocks waiting on memory.
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
@@ -200,12 +207,14 @@ impl Taps {
         self.layers.iter().map(|t| t.1).max().unwrap_or(0)
     }
 
-    /// Dynamic shared memory of the blur kernel: the input tile with its halo and the
-    /// horizontal pass's rows, both with rows padded to an odd stride.
-    pub fn blur_shared_bytes(&self) -> u32 {
-        let rows = TILE_H + 2 * self.max_radius;
-        let stride = (TILE_W + 2 * self.max_radius) | 1;
-        ((rows * stride + rows * (TILE_W + 1)) * size_of::<f32>()) as u32
+    /// Dynamic shared memory of each blur kernel (`BLUR_KERNEL_RADII`): the input tile
+    /// with its halo for the pipeline's widest radius that kernel holds, and the vertical
+    /// pass's rows, at the kernel's row stride.
+    pub fn blur_shared_bytes(&self) -> [u32; 3] {
+        BLUR_KERNEL_RADII.map(|kernel_radius| {
+            let rows = TILE_H + 2 * self.max_radius.min(kernel_radius) + TILE_H;
+            (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
+        })
     }
 }
 
@@ -696,6 +705,52 @@ mod tests {
             assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
             // Consecutive octaves overlap: fewer launches than levels.
             assert!(stages.len() < octaves.len() * (n + 2) + 1, "{case}");
+        }
+    }
+
+    /// Every float the blur passes of kernels/sift/pyramid.cu touch lies inside the
+    /// shared memory the host gives the kernel, for every pipeline radius, every radius
+    /// the kernel runs and every tile shape: the input tile at its shifted columns (the
+    /// vertical pass reads whole float4s), the vertical pass's rows after it, and the
+    /// horizontal pass's float4 window.
+    #[test]
+    fn blur_shared_memory_holds_every_pass() {
+        for max_radius in 0..=MAX_RADIUS {
+            let taps = Taps {
+                values: Vec::new(),
+                base: (0, max_radius),
+                layers: Vec::new(),
+                max_radius,
+            };
+            let bytes = taps.blur_shared_bytes();
+            for (kernel, &kernel_radius) in BLUR_KERNEL_RADII.iter().enumerate() {
+                let floats = bytes[kernel] as usize / size_of::<f32>();
+                let stride = blur_row_stride(kernel_radius);
+                let cols = (TILE_H + 2 * max_radius.min(kernel_radius)) * stride;
+                let exact = kernel_radius < MAX_RADIUS;
+                for r in 0..=max_radius.min(kernel_radius) {
+                    // Centre of output 0 and the widest tap of the kernel's copy.
+                    let (centre, reach) = if exact {
+                        (r.next_multiple_of(4), r)
+                    } else {
+                        (kernel_radius, kernel_radius)
+                    };
+                    for (tw, th) in TILE_SHAPES {
+                        let case = format!(
+                            "max radius {max_radius}, r {r}, kernel {kernel_radius}, {tw}x{th}"
+                        );
+                        let input_end = centre - r + tw + 2 * r;
+                        let vertical_end = (tw + centre + r).next_multiple_of(4);
+                        let window_end = tw - 4 + 4 * ((centre + reach).div_ceil(4) + 1);
+                        assert!(
+                            input_end.max(vertical_end).max(window_end) <= stride,
+                            "{case}"
+                        );
+                        assert!((th + 2 * r) * stride <= cols, "{case}");
+                        assert!(cols + th * stride <= floats, "{case}");
+                    }
+                }
+            }
         }
     }
 

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
-use crate::cuda::sift::plan::{BlurStage, DeviceLimits};
+use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
 use crate::error::Result;
 
 /// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
@@ -95,11 +95,12 @@ pub struct Kernels {
 impl Kernels {
     /// The blur kernel whose register window holds the stage's radius.
     pub fn blur_for(&self, stage: &BlurStage) -> &Launch {
-        match stage.max_radius {
-            0..=8 => &self.blur_dog[0],
-            9..=16 => &self.blur_dog[1],
-            _ => &self.blur_dog[2],
-        }
+        let widest = self.blur_dog.len() - 1;
+        let kernel = BLUR_KERNEL_RADII
+            .iter()
+            .position(|&radius| stage.max_radius <= radius)
+            .unwrap_or(widest);
+        &self.blur_dog[kernel]
     }
 
     /// The small octaves' block, with `shared` bytes of dynamic shared memory.
@@ -111,7 +112,7 @@ impl Kernels {
         }
     }
 
-    pub fn load(gpu: &Gpu, blur_shared: u32) -> Result<Self> {
+    pub fn load(gpu: &Gpu, blur_shared: [u32; 3]) -> Result<Self> {
         let shared_limit = gpu.ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )? as u32;
@@ -154,19 +155,19 @@ impl Kernels {
                     "sift_pyramid",
                     "sift_blur_dog_r8",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[0],
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r16",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[1],
                 )?,
                 fixed(
                     "sift_pyramid",
                     "sift_blur_dog_r32",
                     BLUR_THREADS,
-                    blur_shared,
+                    blur_shared[2],
                 )?,
             ],
             small_octaves: fixed(

@@ -43,7 +43,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 12] = [
+pub const HEADERS: [(&str, &str); 13] = [
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
@@ -56,6 +56,7 @@ pub const HEADERS: [(&str, &str); 12] = [
     kernel_file!("common/row_runs.cuh"),
     kernel_file!("common/block_queue.cuh"),
     kernel_file!("common/gradient.cuh"),
+    kernel_file!("common/blur_jobs.cuh"),
 ];
 
 const fn module(

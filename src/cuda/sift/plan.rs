@@ -104,8 +104,9 @@ pub struct SmallOctaves {
 
 /// Dynamic shared memory of `sift_small_octaves` for `n_jobs` levels of octaves up to
 /// `width` x `height` and radii up to `pad`, with the pipeline's `n_taps` taps: the
-/// taps (rounded up to `SMALL_RUN`) and the jobs, the level with `pad` columns each
-/// side, rows at an odd stride, and the horizontal pass with `pad` rows above and below.
+/// taps (rounded up to `SMALL_RUN`) and the jobs, the level with `pad` rows above and
+/// below, and the vertical pass with `pad` columns each side; sizes rounded up to
+/// `SMALL_RUN`, rows at odd strides.
 fn small_octave_shared_bytes(
     (width, height): (usize, usize),
     pad: usize,
@@ -114,11 +115,11 @@ fn small_octave_shared_bytes(
 ) -> usize {
     let run_width = width.div_ceil(SMALL_RUN) * SMALL_RUN;
     let run_height = height.div_ceil(SMALL_RUN) * SMALL_RUN;
-    let level = height * ((run_width + 2 * pad) | 1);
-    let rows = (run_height + 2 * pad) * (run_width | 1);
+    let level = (run_height + 2 * pad) * (run_width | 1);
+    let columns = run_height * ((run_width + 2 * pad) | 1);
     let tables =
         n_taps.div_ceil(SMALL_RUN) * SMALL_RUN * size_of::<f32>() + n_jobs * size_of::<BlurJob>();
-    tables + (level + rows) * size_of::<f32>()
+    tables + (level + columns) * size_of::<f32>()
 }
 
 /// The first octave `sift_small_octaves` makes (and every one after it), or none

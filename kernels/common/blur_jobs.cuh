@@ -1,0 +1,59 @@
+// What the SIFT blur kernels share (kernels/sift/pyramid.cu, the tiled levels, and
+// kernels/sift/small_octaves.cu, the small octaves in one block): the job table, the
+// walk of a block's threads over a 2-D grid of items, and the rounding of one tap, so
+// a level is the same float for float whichever kernel made it.
+#pragma once
+
+// Where a job's input level comes from.
+#define SOURCE_PLANE 0            // a float plane of the output's size
+#define SOURCE_PLANE_HALVED 1     // every second pixel of a float plane twice as large
+#define SOURCE_FRAME 2            // the u8 frame
+#define SOURCE_FRAME_UPSAMPLED 3  // the u8 frame, upsampled 2x bilinearly
+
+// Mirrors `BlurJob` in src/cuda/sift/plan.rs (repr(C), fourteen i32).
+struct BlurJob {
+    int source;
+    int src_offset;              // first float of the source plane (plane sources)
+    int src_width, src_height;   // the source plane or frame
+    int width, height;           // the level made
+    int gauss_out;               // first float of the output level, -1: not stored
+    int dog_out;                 // first float of the DoG plane (output - input), -1: none
+    int taps;                    // first tap of the kernel in the tap table
+    int radius;
+    int tiles_x;
+    int tile_start;              // first tile of this job among the launch's tiles
+    int tile_w, tile_h;          // pyramid.cu's tile (at most TILE_W x TILE_H)
+};
+
+// Calls body(minor, major) for every item of a minor_count x major_count grid, the
+// block's threads blockDim.x items apart, consecutive threads on consecutive minors,
+// with one division per call instead of one per item.
+template <typename Body>
+__device__ __forceinline__ void for_each_item(int minor_count, int major_count, Body body) {
+    const int major_step = blockDim.x / minor_count,
+              minor_step = blockDim.x - major_step * minor_count;
+    int minor = threadIdx.x % minor_count, major = threadIdx.x / minor_count;
+    for (; major < major_count; minor += minor_step, major += major_step) {
+        if (minor >= minor_count) {
+            minor -= minor_count;
+            if (++major >= major_count) break;
+        }
+        body(minor, major);
+    }
+}
+
+// acc (the output whose tap k this input is) += w[|k|] * v; the first tap of an exact
+// window (k = -RT) assigns, so no accumulator is zeroed. Explicit roundings: left to
+// contraction, `w0 v0 + w1 v1` may fuse either product, and did differently in the
+// vertical pass's two item shapes, so a pixel's value depended on its tile's shape
+// (all SMs vs `--sm-limit 8`); every tile now rounds each tap the same way.
+template <int RT, bool EXACT>
+__device__ __forceinline__ void add_tap(float& acc, int k, int r, const float (&w)[RT + 1], float v) {
+    const int a = k < 0 ? -k : k;
+    if (a > RT) return;
+    if (EXACT && k == -RT)
+        acc = __fmul_rn(w[a], v);
+    else if (EXACT || a <= r)
+        acc = __fmaf_rn(w[a], v, acc);
+}
+

@@ -6,6 +6,7 @@
 
 pub mod availability;
 pub mod bench;
+pub mod branch;
 pub mod compiler;
 pub mod gpu;
 pub mod green;

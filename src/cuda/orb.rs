@@ -9,7 +9,6 @@
 //! builders, uploaded as they are.
 
 use std::mem::size_of;
-use std::sync::Arc;
 
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
@@ -23,6 +22,7 @@ use crate::cpu::harris::harris_response;
 use crate::cpu::orientation::{angle_degrees, umax};
 use crate::cpu::pyramid::{level_geometry, resize_taps, LevelGeometry};
 use crate::cpu::select::level_quotas;
+use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{Error, Result};
@@ -303,9 +303,7 @@ pub struct CudaOrbExtractor {
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
     /// Runs level 0's FAST beside the pyramid (`enqueue`).
-    side_stream: Arc<CudaStream>,
-    /// Level 0 copied into the pyramid; level 0's FAST done.
-    branch_events: [CudaEvent; 2],
+    level0_branch: Branch,
 }
 
 impl CudaOrbExtractor {
@@ -331,13 +329,10 @@ impl CudaOrbExtractor {
         };
         gpu.log_pipeline("CUDA ORB", unified);
         let events = gpu.frame_events()?;
-        let side_stream = gpu.side_stream()?;
-        let branch_event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING));
-        let branch_events = [branch_event()?, branch_event()?];
+        let level0_branch = Branch::new(&gpu)?;
         Ok(Self {
             events,
-            side_stream,
-            branch_events,
+            level0_branch,
             config,
             gpu,
             unified,
@@ -642,17 +637,15 @@ impl CudaOrbExtractor {
             // idle; the two streams join before the cell scan. Each of the two takes at
             // most half the blocks the device holds, so that they share the SMs rather
             // than one waiting for the other to leave them.
-            let [copied, level0_done] = &self.branch_events;
-            copied.record(stream)?;
-            self.side_stream.wait(copied)?;
+            let side = self.level0_branch.fork(stream)?;
             let level0_tiles =
                 plan.width.div_ceil(SCORE_TILE_W) * plan.height.div_ceil(SCORE_TILE_H);
             let fast_blocks = grid_of(&k.fast_score)?;
             let level0_blocks = (fast_blocks / 2)
                 .max(1)
                 .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
-            fast_score(&self.side_stream, 0, 1, level0_blocks)?;
-            level0_done.record(&self.side_stream)?;
+            fast_score(side, 0, 1, level0_blocks)?;
+            self.level0_branch.close()?;
             let blocks = (grid_of(&k.pyramid)? / 2)
                 .max(1)
                 .min(pyramid_blocks(&plan.geometry));
@@ -667,7 +660,7 @@ impl CudaOrbExtractor {
             if n_levels > 1 {
                 fast_score(stream, 1, n_levels, fast_blocks)?;
             }
-            stream.wait(level0_done)?;
+            self.level0_branch.join(stream)?;
             stream
                 .launch_builder(&k.cell_candidates)
                 .arg(&plan.scores.ptr)

@@ -1,38 +1,14 @@
 //! The per-frame launch sequence (everything between upload and downloads), queued
 //! on the pipeline's stream: captured once per image size into a CUDA graph.
 
-use std::sync::Arc;
-
-use cudarc::driver::{result, sys, CudaEvent, CudaStream, PushKernelArg};
+use cudarc::driver::{result, CudaStream, PushKernelArg};
 
 use crate::config::SiftConfig;
 use crate::cpu::sift::extrema::prefilter_threshold;
-use crate::cuda::gpu::Gpu;
+use crate::cuda::branch::Branch;
 use crate::cuda::sift::plan::{BlurJob, Plan};
 use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
-
-/// A second stream and the events that fork it from the frame's stream and join it
-/// back (a branch of the captured graph).
-pub struct Branch {
-    stream: Arc<CudaStream>,
-    forked: CudaEvent,
-    done: CudaEvent,
-}
-
-impl Branch {
-    pub fn new(gpu: &Gpu) -> Result<Self> {
-        let event = || {
-            gpu.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-        };
-        Ok(Self {
-            stream: gpu.side_stream()?,
-            forked: event()?,
-            done: event()?,
-        })
-    }
-}
 
 pub fn enqueue(
     stream: &CudaStream,
@@ -95,10 +71,8 @@ pub fn enqueue(
             // block beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
             if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
-                branch.forked.record(stream)?;
-                branch.stream.wait(&branch.forked)?;
                 branch
-                    .stream
+                    .fork(stream)?
                     .launch_builder(&k.small_octaves.function)
                     .arg(&job_table(small.first_job))
                     .arg(&small.n_jobs)
@@ -109,7 +83,7 @@ pub fn enqueue(
                     .arg(&plan.taps.ptr)
                     .arg(&small.n_taps)
                     .launch(k.small_octaves_config(small.shared_bytes))?;
-                branch.done.record(&branch.stream)?;
+                branch.close()?;
             }
         }
         let extrema = |octave_begin: i32, octave_end: i32| {
@@ -132,7 +106,7 @@ pub fn enqueue(
         match plan.small_octaves {
             Some(small) => {
                 extrema(0, small.first_octave)?;
-                stream.wait(&branch.done)?;
+                branch.join(stream)?;
                 extrema(small.first_octave, n_octaves)?;
             }
             None => {

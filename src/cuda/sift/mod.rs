@@ -15,6 +15,7 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaGraph};
 
 use crate::config::{MemoryMode, SiftConfig};
+use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::orb::FrameTiming;
 use crate::error::{Error, Result};
@@ -48,7 +49,7 @@ pub struct CudaSiftExtractor {
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
-    branch: launch::Branch,
+    branch: Branch,
 }
 
 impl CudaSiftExtractor {
@@ -68,7 +69,7 @@ impl CudaSiftExtractor {
         let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
         let events = gpu.frame_events()?;
-        let branch = launch::Branch::new(&gpu)?;
+        let branch = Branch::new(&gpu)?;
         Ok(Self {
             events,
             branch,

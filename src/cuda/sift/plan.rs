@@ -537,11 +537,8 @@ fn blur_schedule(
     }
     let small_octaves = match octaves.get(first_small) {
         Some(largest) if !small_jobs.is_empty() => {
-            let pad = small_jobs
-                .iter()
-                .map(|j| j.radius as usize)
-                .max()
-                .unwrap_or(0);
+            // Every octave has a level of every layer: the widest layer is the pad.
+            let pad = taps.layer_radius();
             let size = (largest.width as usize, largest.height as usize);
             let n_taps = taps.values.len();
             let small = SmallOctaves {

@@ -23,7 +23,7 @@ pub enum Error {
     ImageDecode {
         path: PathBuf,
         #[source]
-        source: image::ImageError,
+        source: crate::image::DecodeError,
     },
 
     #[error("cannot write image {path}: {source}")]

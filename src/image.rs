@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 /// Largest side accepted anywhere; larger images are rejected, never allocated.
 pub const MAX_SIDE: usize = 1 << 16;
 
+/// The default of `max_image_pixels`: larger frames are rejected before any allocation.
+pub const DEFAULT_MAX_PIXELS: u64 = 8192 * 8192;
+
 /// An owned 8-bit grey image, rows packed without padding.
 #[derive(Clone, PartialEq, Eq)]
 pub struct GrayImage {
@@ -145,24 +148,49 @@ impl GrayImage {
         Self::new(width, height, out)
     }
 
-    /// Reads PNG, JPEG or PGM/PPM from disk and converts it to grey.
+    /// Reads PNG, JPEG or PGM/PPM from disk and converts it to grey; images of more
+    /// than [`DEFAULT_MAX_PIXELS`] pixels are refused before they are decoded.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_limited(path, DEFAULT_MAX_PIXELS)
+    }
+
+    /// [`GrayImage::open`], refusing images of more than `max_pixels` pixels.
+    pub fn open_limited(path: &Path, max_pixels: u64) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::decode(&bytes, path)
+        Self::decode(&bytes, max_pixels).map_err(|source| Error::ImageDecode {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
-    /// Decodes an encoded PNG, JPEG or PGM/PPM file held in memory; `origin` names it
-    /// in errors.
-    pub fn decode(bytes: &[u8], origin: &Path) -> Result<Self> {
-        let decoded = image::load_from_memory(bytes).map_err(|source| Error::ImageDecode {
-            path: origin.to_path_buf(),
-            source,
-        })?;
+    /// Decodes PNG, JPEG or PGM/PPM held in memory and converts it to grey. The size
+    /// is read from the header and checked against `max_pixels` before anything is
+    /// decoded; truncated data is refused rather than decoded into a partial image.
+    pub fn decode(bytes: &[u8], max_pixels: u64) -> std::result::Result<Self, DecodeError> {
+        let reader = || {
+            image::ImageReader::new(std::io::Cursor::new(bytes))
+                .with_guessed_format()
+                .map_err(|err| DecodeError::Format(image::ImageError::IoError(err)))
+        };
+        let format = reader()?.format().ok_or(DecodeError::UnknownFormat)?;
+        let (width, height) = reader()?.into_dimensions().map_err(DecodeError::Format)?;
+        let pixels = width as u64 * height as u64;
+        if pixels > max_pixels {
+            return Err(DecodeError::TooLarge {
+                width,
+                height,
+                max_pixels,
+            });
+        }
+        if format == image::ImageFormat::Jpeg && !has_end_of_image(bytes) {
+            return Err(DecodeError::Truncated("JPEG"));
+        }
+        let decoded = reader()?.decode().map_err(DecodeError::Format)?;
         let (width, height) = (decoded.width() as usize, decoded.height() as usize);
-        match decoded {
+        let gray = match decoded {
             image::DynamicImage::ImageLuma8(gray) => Self::new(width, height, gray.into_raw()),
             other => {
                 let rgb = other.into_rgb8();
@@ -175,7 +203,8 @@ impl GrayImage {
                     data: rgb.as_raw(),
                 })
             }
-        }
+        };
+        gray.map_err(|err| DecodeError::Invalid(err.to_string()))
     }
 
     /// Writes the image as PNG or PGM (by extension).
@@ -241,6 +270,35 @@ impl GrayImage {
     pub fn row(&self, y: usize) -> &[u8] {
         &self.data[y * self.width..(y + 1) * self.width]
     }
+}
+
+/// Why encoded image data could not become a grey image.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a PNG, JPEG or PGM/PPM image")]
+    UnknownFormat,
+    #[error("{0} data is truncated (no end-of-image marker)")]
+    Truncated(&'static str),
+    #[error("{width}x{height} has more pixels than max_image_pixels = {max_pixels}")]
+    TooLarge {
+        width: u32,
+        height: u32,
+        max_pixels: u64,
+    },
+    #[error(transparent)]
+    Format(image::ImageError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How far from the end a JPEG's end-of-image marker may sit: some encoders pad.
+const JPEG_TAIL: usize = 64;
+
+/// Whether JPEG data ends with its end-of-image marker (FF D9). The decoder fills a
+/// cut-off scan with grey instead of failing, so a truncated frame must be caught here.
+fn has_end_of_image(bytes: &[u8]) -> bool {
+    let tail = &bytes[bytes.len().saturating_sub(JPEG_TAIL)..];
+    tail.windows(2).any(|pair| pair == [0xFF, 0xD9])
 }
 
 fn check_size(width: usize, height: usize) -> Result<()> {

@@ -142,7 +142,7 @@ fn run(command: Command) -> Result<()> {
     match command {
         Command::Extract { params, out, image } => {
             let config = params.load()?;
-            let gray = open_image(&image, &config)?;
+            let gray = GrayImage::open_limited(&image, config.max_image_pixels)?;
             let mut extractor = orbsift::create_extractor(&config)?;
             let features = extract_logged(extractor.as_mut(), &gray, &image)?;
             let report = FeaturesReport::new(
@@ -161,7 +161,10 @@ fn run(command: Command) -> Result<()> {
             b,
         } => {
             let config = params.load()?;
-            let (gray_a, gray_b) = (open_image(&a, &config)?, open_image(&b, &config)?);
+            let (gray_a, gray_b) = (
+                GrayImage::open_limited(&a, config.max_image_pixels)?,
+                GrayImage::open_limited(&b, config.max_image_pixels)?,
+            );
             let mut extractor = orbsift::create_extractor(&config)?;
             let features_a = extract_logged(extractor.as_mut(), &gray_a, &a)?;
             let features_b = extract_logged(extractor.as_mut(), &gray_b, &b)?;
@@ -196,14 +199,18 @@ fn run(command: Command) -> Result<()> {
         } => {
             let config = params.load()?;
             let sources = if image.is_empty() {
-                vec![GrayImage::decode(
-                    BUILT_IN_IMAGE,
-                    Path::new(BUILT_IN_IMAGE_NAME),
-                )?]
+                vec![
+                    GrayImage::decode(BUILT_IN_IMAGE, config.max_image_pixels).map_err(
+                        |source| Error::ImageDecode {
+                            path: BUILT_IN_IMAGE_NAME.into(),
+                            source,
+                        },
+                    )?,
+                ]
             } else {
                 image
                     .iter()
-                    .map(|path| open_image(path, &config))
+                    .map(|path| GrayImage::open_limited(path, config.max_image_pixels))
                     .collect::<Result<Vec<_>>>()?
             };
             let mut pool = rayon::ThreadPoolBuilder::new();
@@ -231,22 +238,6 @@ fn run(command: Command) -> Result<()> {
 /// benchmarks anywhere.
 const BUILT_IN_IMAGE: &[u8] = include_bytes!("../../tests/data/leuvenA.jpg");
 const BUILT_IN_IMAGE_NAME: &str = "leuvenA.jpg (built in)";
-
-/// Opens an image, refusing one of more than `max_image_pixels` from its header,
-/// before decoding allocates for it.
-fn open_image(path: &Path, config: &Config) -> Result<GrayImage> {
-    // An unreadable header is left to `GrayImage::open`, which names the problem.
-    if let Ok((width, height)) = image::image_dimensions(path) {
-        if u64::from(width) * u64::from(height) > config.max_image_pixels {
-            return Err(Error::InvalidImage(format!(
-                "{}: {width}x{height} has more pixels than max_image_pixels = {}",
-                path.display(),
-                config.max_image_pixels
-            )));
-        }
-    }
-    GrayImage::open(path)
-}
 
 fn extract_logged(
     extractor: &mut dyn Extractor,

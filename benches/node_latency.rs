@@ -8,7 +8,6 @@
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use orbsift::config::MatchMode;
@@ -109,14 +108,7 @@ fn latency_of(c: &mut Criterion, backend: Backend, (width, height): (u32, u32)) 
         |b| {
             b.iter_batched(
                 || image.clone(),
-                |image| {
-                    let frame = Frame {
-                        camera: Camera::Mono,
-                        image,
-                        received: Instant::now(),
-                    };
-                    node.handle(frame, &EncodingOutputs)
-                },
+                |image| node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs),
                 criterion::BatchSize::LargeInput,
             )
         },

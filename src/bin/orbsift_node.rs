@@ -1,23 +1,94 @@
-//! `orbsift_node`: the ROS 2 node. Subscribes camera images, publishes ORB/SIFT
-//! features, matches and diagnostics over the embedded DDS transport.
+//! `orbsift_node`: the ROS 2 node. Subscribes camera images (or reads a camera or
+//! video itself), publishes ORB/SIFT features, matches and diagnostics, over the
+//! embedded DDS transport or, built with `r2r`, over rcl.
 //!
 //! ```text
 //! orbsift_node --ros-args --params-file config/orb.yaml -p matching.mode:=temporal -r image:=/camera/image_raw
 //! ```
+//!
+//! This file is the node's composition root: it picks the transport, builds the
+//! frame source, the node and its outputs, and runs the processing thread beside the
+//! transport's loop until a signal or the end of the input.
 
 use std::process::ExitCode;
 
 use orbsift::Result;
 
-/// Under rcl, rcl reads `--ros-args` and the parameters itself.
+#[cfg(any(feature = "dds", feature = "r2r"))]
+mod serve {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use orbsift::config::InputSource;
+    use orbsift::node::{input_topics, CameraSource, FrameSource, InputQueue, Node, TopicSource};
+    use orbsift::transport::{Reason, Shutdown, Transport};
+    use orbsift::{Config, Result};
+
+    /// After the end of a file the writers stay this long: a reader that lost a sample of
+    /// the last frames gets it repaired on the writer's next heartbeat, which an exiting
+    /// node would no longer send.
+    const END_OF_INPUT_LINGER: Duration = Duration::from_secs(1);
+
+    /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
+    /// file (camera input without `input.loop`); errs on a start-up problem or a lost camera.
+    pub fn serve<T: Transport>(mut transport: T, config: Config) -> Result<()> {
+        let shutdown = Shutdown::on_signals()?;
+        let name = transport.node_name();
+        log::info!(
+            "{name}: {} on {:?}, matching {:?}",
+            config.algorithm.name(),
+            config.backend,
+            config.matching.mode
+        );
+        let mut node = Node::new(&name, config.clone())?;
+        transport.serve_parameters(node.parameters())?;
+        let queue = Arc::new(InputQueue::new());
+        let mut source: Box<dyn FrameSource> = match config.input.source {
+            InputSource::Topic => {
+                let topics = input_topics(config.matching.mode);
+                transport.subscribe(topics, config.input.transport, queue.clone())?;
+                Box::new(TopicSource(queue.clone()))
+            }
+            InputSource::Camera => {
+                Box::new(CameraSource::open(&config.input, config.max_image_pixels)?)
+            }
+        };
+        let republish = config.input.source == InputSource::Camera && config.input.publish_image;
+        let outputs = transport.outputs(republish)?;
+        let shutdown = &shutdown;
+        std::thread::scope(|scope| {
+            let (node, source) = (&mut node, &mut source);
+            let worker = scope.spawn(move || {
+                let ran = node.run(source.as_mut(), &outputs, shutdown.flag());
+                shutdown.request(Reason::InputEnded);
+                ran
+            });
+            let spun = transport.spin(shutdown);
+            shutdown.request(Reason::InputEnded);
+            queue.close();
+            log::info!("shutting down");
+            let ran = worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            if ran.is_ok() && shutdown.reason() == Some(Reason::InputEnded) {
+                std::thread::sleep(END_OF_INPUT_LINGER);
+            }
+            spun.and(ran)
+        })
+    }
+}
+
 #[cfg(feature = "r2r")]
 fn start(_args: &[String]) -> Result<()> {
-    orbsift::transport::r2r::run("orbsift")
+    // rcl reads `--ros-args` and the parameters itself.
+    let (transport, config) = orbsift::transport::r2r::RclTransport::create("orbsift")?;
+    serve::serve(transport, config)
 }
 
 #[cfg(all(feature = "dds", not(feature = "r2r")))]
 fn start(args: &[String]) -> Result<()> {
-    use orbsift::transport::{dds, domain_id_from_env, RosArgs};
+    use orbsift::transport::dds::DdsTransport;
+    use orbsift::transport::{domain_id_from_env, RosArgs};
     use orbsift::{Config, Error};
 
     let ros_args = RosArgs::parse("orbsift", args)?;
@@ -32,14 +103,8 @@ fn start(args: &[String]) -> Result<()> {
     };
     let config = Config::load(params_file, &ros_args.overrides)?;
     let domain_id = domain_id_from_env()?;
-    log::info!(
-        "{} on ROS domain {domain_id}: {} on {:?}, matching {:?}",
-        ros_args.fully_qualified_name(),
-        config.algorithm.name(),
-        config.backend,
-        config.matching.mode
-    );
-    dds::run(ros_args, domain_id, config)
+    log::info!("ROS domain {domain_id}");
+    serve::serve(DdsTransport::new(ros_args, domain_id)?, config)
 }
 
 #[cfg(not(any(feature = "dds", feature = "r2r")))]

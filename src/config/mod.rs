@@ -6,10 +6,14 @@
 //! of the same keys is accepted too. Loading layers defaults, then the file, then
 //! `--set` overrides, rejects unknown names, then [`Config::validate`]s the ranges.
 
+mod parameters;
+
+pub use parameters::{spec_of, Change, Range, Spec, Value, SPECS};
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_yaml::{Mapping, Value};
+use serde_yaml::{Mapping, Value as Yaml};
 
 use crate::error::{Error, Result};
 
@@ -190,11 +194,23 @@ pub enum InputSource {
     Camera,
 }
 
-/// The node's input (the CLI ignores it). All but `source` concern `camera`.
+/// How images arrive on the input topics, named as `image_transport` names its plugins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageTransport {
+    /// `sensor_msgs/Image` on `image`.
+    Raw,
+    /// `sensor_msgs/CompressedImage` (JPEG or PNG) on `image/compressed`.
+    Compressed,
+}
+
+/// The node's input (the CLI ignores it). `source` and `transport` concern topics,
+/// the rest `camera`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InputConfig {
     pub source: InputSource,
+    pub transport: ImageTransport,
     /// A device index (`0`), a video file, an image sequence (`frames/%04d.png`) or a
     /// GStreamer pipeline (contains `!`, ends in `appsink`).
     #[serde(deserialize_with = "text_or_number")]
@@ -220,6 +236,7 @@ impl Default for InputConfig {
     fn default() -> Self {
         Self {
             source: InputSource::Topic,
+            transport: ImageTransport::Raw,
             device: "0".into(),
             width: 0,
             height: 0,
@@ -253,7 +270,7 @@ impl Default for Config {
             algorithm: Algorithm::Orb,
             backend: Backend::Auto,
             memory: MemoryMode::Auto,
-            max_image_pixels: 8192 * 8192,
+            max_image_pixels: crate::image::DEFAULT_MAX_PIXELS,
             orb: OrbConfig::default(),
             sift: SiftConfig::default(),
             matching: MatchConfig::default(),
@@ -285,61 +302,25 @@ fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
 
 impl OrbConfig {
     pub fn validate(&self) -> Result<()> {
-        check_range("orb.n_features", self.n_features, 1, 1_000_000)?;
-        check_range("orb.n_levels", self.n_levels, 1, 32)?;
-        if !(self.scale_factor > 1.0 && self.scale_factor <= 4.0) {
-            return Err(invalid(
-                "orb.scale_factor",
-                format!("{} must be in (1, 4]", self.scale_factor),
-            ));
-        }
-        check_range("orb.fast_threshold", self.fast_threshold, 1, 254)?;
+        parameters::check_ranges("orb", self)?;
         check_range(
             "orb.min_fast_threshold",
             self.min_fast_threshold,
             1,
             self.fast_threshold,
-        )?;
-        // 19 keeps the rotated 31x31 rBRIEF pattern (reach 18.4 px) inside the level.
-        check_range("orb.edge_threshold", self.edge_threshold, 19, 1024)?;
-        if self.patch_size != 31 {
-            return Err(invalid(
-                "orb.patch_size",
-                format!(
-                    "{} is not supported: the learned rBRIEF pattern is defined for 31",
-                    self.patch_size
-                ),
-            ));
-        }
-        check_range("orb.grid_cell_size", self.grid_cell_size, 8, 1024)
+        )
     }
 }
 
 impl SiftConfig {
     pub fn validate(&self) -> Result<()> {
-        check_range("sift.n_octave_layers", self.n_octave_layers, 1, 10)?;
-        check_range(
-            "sift.contrast_threshold",
-            self.contrast_threshold,
-            1e-6,
-            1.0,
-        )?;
-        check_range("sift.edge_threshold", self.edge_threshold, 1.0, 1e3)?;
-        check_range("sift.sigma", self.sigma, 0.1, 10.0)?;
-        check_range("sift.max_features", self.max_features, 0, 1_000_000)
+        parameters::check_ranges("sift", self)
     }
 }
 
 impl MatchConfig {
     pub fn validate(&self) -> Result<()> {
-        if !(self.ratio > 0.0 && self.ratio <= 1.0) {
-            return Err(invalid(
-                "matching.ratio",
-                format!("{} must be in (0, 1]", self.ratio),
-            ));
-        }
-        check_range("matching.max_distance", self.max_distance, 0.0, 1e9)?;
-        check_range("matching.sync_tolerance", self.sync_tolerance, 0.0, 10.0)
+        parameters::check_ranges("matching", self)
     }
 }
 
@@ -347,9 +328,9 @@ impl MatchConfig {
 fn text_or_number<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<String, D::Error> {
-    match Value::deserialize(deserializer)? {
-        Value::String(text) => Ok(text),
-        Value::Number(number) => Ok(number.to_string()),
+    match Yaml::deserialize(deserializer)? {
+        Yaml::String(text) => Ok(text),
+        Yaml::Number(number) => Ok(number.to_string()),
         other => Err(serde::de::Error::custom(format!(
             "expected a camera index, a path or a GStreamer pipeline, found {other:?}"
         ))),
@@ -358,10 +339,7 @@ fn text_or_number<'de, D: serde::Deserializer<'de>>(
 
 impl InputConfig {
     pub fn validate(&self) -> Result<()> {
-        let side = crate::image::MAX_SIDE as u32;
-        check_range("input.width", self.width, 0, side)?;
-        check_range("input.height", self.height, 0, side)?;
-        check_range("input.fps", self.fps, 0.0, 1000.0)?;
+        parameters::check_ranges("input", self)?;
         if self.source == InputSource::Camera {
             crate::camera::Device::parse(&self.device)?;
         }
@@ -371,7 +349,10 @@ impl InputConfig {
 
 impl Config {
     pub fn validate(&self) -> Result<()> {
-        check_range("max_image_pixels", self.max_image_pixels, 1, 1 << 32)?;
+        parameters::check(
+            "max_image_pixels",
+            &Value::Integer(i64::try_from(self.max_image_pixels).unwrap_or(i64::MAX)),
+        )?;
         self.orb.validate()?;
         self.sift.validate()?;
         self.matching.validate()?;
@@ -416,7 +397,7 @@ impl Config {
         let mut node = Mapping::new();
         node.insert("ros__parameters".into(), parameters);
         let mut file = Mapping::new();
-        file.insert("/**".into(), Value::Mapping(node));
+        file.insert("/**".into(), Yaml::Mapping(node));
         serde_yaml::to_string(&file).expect("a mapping of plain values serialises")
     }
 }
@@ -428,12 +409,12 @@ fn unknown_field(message: &str) -> Option<String> {
 }
 
 /// Reads a YAML file and returns its parameters as one nested mapping.
-fn parameters_of_file(path: &Path) -> Result<Value> {
+fn parameters_of_file(path: &Path) -> Result<Yaml> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let doc: Value = serde_yaml::from_str(&text).map_err(|source| Error::Yaml {
+    let doc: Yaml = serde_yaml::from_str(&text).map_err(|source| Error::Yaml {
         path: path.to_path_buf(),
         source,
     })?;
@@ -441,20 +422,20 @@ fn parameters_of_file(path: &Path) -> Result<Value> {
         name: path.display().to_string(),
         reason: "a parameter file must be a YAML mapping".into(),
     };
-    let Value::Mapping(top) = doc else {
+    let Yaml::Mapping(top) = doc else {
         return match doc {
-            Value::Null => Ok(Value::Mapping(Mapping::new())),
+            Yaml::Null => Ok(Yaml::Mapping(Mapping::new())),
             _ => Err(not_a_mapping()),
         };
     };
     // ROS form: node-name keys (`/**`, `/orbsift`, ...) each holding `ros__parameters`.
-    let ros_sections: Vec<&Value> = top
+    let ros_sections: Vec<&Yaml> = top
         .values()
         .filter_map(|v| v.get("ros__parameters"))
         .collect();
-    let mut params = Value::Mapping(Mapping::new());
+    let mut params = Yaml::Mapping(Mapping::new());
     if ros_sections.is_empty() {
-        merge(&mut params, expand_dotted(Value::Mapping(top))?);
+        merge(&mut params, expand_dotted(Yaml::Mapping(top))?);
     } else {
         for section in ros_sections {
             if !section.is_mapping() {
@@ -467,11 +448,11 @@ fn parameters_of_file(path: &Path) -> Result<Value> {
 }
 
 /// `orb.n_features: 5` and `orb: {n_features: 5}` mean the same; make them the latter.
-fn expand_dotted(value: Value) -> Result<Value> {
-    let Value::Mapping(map) = value else {
+fn expand_dotted(value: Yaml) -> Result<Yaml> {
+    let Yaml::Mapping(map) = value else {
         return Ok(value);
     };
-    let mut out = Value::Mapping(Mapping::new());
+    let mut out = Yaml::Mapping(Mapping::new());
     for (key, child) in map {
         let Some(key) = key.as_str() else {
             return Err(Error::UnknownParameter(format!("{key:?}")));
@@ -481,16 +462,16 @@ fn expand_dotted(value: Value) -> Result<Value> {
     Ok(out)
 }
 
-fn nest(dotted: &str, leaf: Value) -> Value {
+fn nest(dotted: &str, leaf: Yaml) -> Yaml {
     dotted.rsplit('.').fold(leaf, |inner, part| {
         let mut map = Mapping::new();
-        map.insert(Value::String(part.to_string()), inner);
-        Value::Mapping(map)
+        map.insert(Yaml::String(part.to_string()), inner);
+        Yaml::Mapping(map)
     })
 }
 
 /// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
-fn parse_override(item: &str) -> Result<Value> {
+fn parse_override(item: &str) -> Result<Yaml> {
     let (key, raw) = item
         .split_once('=')
         .ok_or_else(|| Error::InvalidParameter {
@@ -501,7 +482,7 @@ fn parse_override(item: &str) -> Result<Value> {
     if key.is_empty() {
         return Err(invalid(item, "empty parameter name"));
     }
-    let value: Value = serde_yaml::from_str(raw).map_err(|e| invalid(key, e.to_string()))?;
+    let value: Yaml = serde_yaml::from_str(raw).map_err(|e| invalid(key, e.to_string()))?;
     if value.is_mapping() || value.is_sequence() {
         return Err(invalid(key, "expected a single value"));
     }
@@ -509,9 +490,9 @@ fn parse_override(item: &str) -> Result<Value> {
 }
 
 /// Overlays `top` onto `base`, recursing into mappings.
-fn merge(base: &mut Value, top: Value) {
+fn merge(base: &mut Yaml, top: Yaml) {
     match (base, top) {
-        (Value::Mapping(base), Value::Mapping(top)) => {
+        (Yaml::Mapping(base), Yaml::Mapping(top)) => {
             for (key, value) in top {
                 match base.get_mut(&key) {
                     Some(slot) => merge(slot, value),

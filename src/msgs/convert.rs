@@ -1,6 +1,6 @@
 //! Between messages and the library's types.
 
-use super::{Features, Header, Image};
+use super::{CompressedImage, Features, Header, Image};
 use crate::config::Algorithm;
 use crate::error::{Error, Result};
 use crate::image::{Encoding, GrayImage, RawFrame};
@@ -20,6 +20,22 @@ pub fn gray_from_image(image: &Image, max_pixels: u64) -> Result<GrayImage> {
         },
         max_pixels,
     )
+}
+
+/// Decodes a `sensor_msgs/CompressedImage` (JPEG or PNG, as `image_transport`'s
+/// `compressed` plugin sends) to grey, rejecting frames of more than `max_pixels`
+/// pixels before decoding and truncated or undecodable data with the reason.
+pub fn gray_from_compressed(image: &CompressedImage, max_pixels: u64) -> Result<GrayImage> {
+    // `format` is "jpeg", "png", or the raw encoding before them ("bgr8; jpeg compressed bgr8").
+    let format = image.format.to_ascii_lowercase();
+    if !format.is_empty() && !["jpeg", "jpg", "png"].iter().any(|f| format.contains(f)) {
+        return Err(Error::InvalidImage(format!(
+            "unsupported compressed format {:?} (supported: jpeg, png)",
+            image.format
+        )));
+    }
+    GrayImage::decode(&image.data, max_pixels)
+        .map_err(|err| Error::InvalidImage(format!("compressed image ({:?}): {err}", image.format)))
 }
 
 /// Converts camera pixels to grey, rejecting frames of more than `max_pixels`

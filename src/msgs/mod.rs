@@ -7,11 +7,14 @@
 
 mod convert;
 mod orbsift;
+pub mod rcl_interfaces;
 mod standard;
 
-pub use convert::{features_message, gray_from_image, gray_from_raw};
+pub use convert::{features_message, gray_from_compressed, gray_from_image, gray_from_raw};
 pub use orbsift::{Features, Matches};
-pub use standard::{DiagnosticArray, DiagnosticStatus, Header, Image, KeyValue, Time};
+pub use standard::{
+    CompressedImage, DiagnosticArray, DiagnosticStatus, Header, Image, KeyValue, Time,
+};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

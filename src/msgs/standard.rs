@@ -102,3 +102,17 @@ impl RosMessage for DiagnosticArray {
     const PACKAGE: &'static str = "diagnostic_msgs";
     const NAME: &'static str = "DiagnosticArray";
 }
+
+/// `sensor_msgs/CompressedImage`: what `image_transport`'s `compressed` plugin sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressedImage {
+    pub header: Header,
+    /// `jpeg` or `png`, optionally after the raw encoding (`bgr8; jpeg compressed bgr8`).
+    pub format: String,
+    pub data: Vec<u8>,
+}
+
+impl RosMessage for CompressedImage {
+    const PACKAGE: &'static str = "sensor_msgs";
+    const NAME: &'static str = "CompressedImage";
+}

@@ -1,29 +1,36 @@
-//! The node runtime, the same over every transport: frames in through an
-//! [`InputQueue`], Features / Matches / diagnostics out through [`Outputs`].
+//! The node runtime, the same over every transport and every input: frames come
+//! through one [`FrameSource`] seam into [`Node::run`], which extracts, matches and
+//! publishes through [`Outputs`], and reports `/diagnostics` (and a log line) once a
+//! second.
 //!
-//! The transport converts nothing: it hands over `sensor_msgs/Image` messages and
-//! publishes what it is given. Bad frames are rejected here with a reason, counted,
-//! and the node goes on.
+//! Transports only supply subscriptions (feeding an [`InputQueue`]) and [`Outputs`].
+//! Bad frames are rejected here with a reason, counted, and the node goes on.
 
 #[cfg(feature = "camera")]
 mod camera;
-mod input;
 #[cfg(not(feature = "camera"))]
 mod no_camera;
+mod parameters;
+mod source;
 mod stats;
 mod stereo;
 mod throttle;
+mod topic;
 
 #[cfg(feature = "camera")]
-pub use camera::CameraInput;
-pub use input::{Camera, Frame, InputQueue, Taken};
+pub use camera::CameraSource;
 #[cfg(not(feature = "camera"))]
-pub use no_camera::CameraInput;
+pub use no_camera::CameraSource;
+pub use parameters::LiveParameters;
+pub use source::{Camera, Frame, FrameSource, Next, Pixels};
 pub use throttle::Throttle;
+pub use topic::{InputQueue, TopicSource};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, InputSource, MatchMode};
+use crate::config::{Backend, Config, MatchMode};
 use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
@@ -35,6 +42,12 @@ use stereo::{Extracted, StereoPairer};
 
 /// How often diagnostics are published.
 pub const DIAGNOSTICS_PERIOD: Duration = Duration::from_secs(1);
+
+/// How long the processing thread waits for a frame before it looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// How often a node waiting for a `features` subscriber looks again.
+const SUBSCRIBER_POLL: Duration = Duration::from_millis(50);
 
 /// Where the runtime's messages go; each transport implements it.
 pub trait Outputs {
@@ -59,18 +72,14 @@ pub fn input_topics(mode: MatchMode) -> &'static [(Camera, &'static str)] {
     }
 }
 
-/// The camera input `config` asks for, opened; `None` for topic input.
-pub fn open_camera(config: &Config) -> Result<Option<CameraInput>> {
-    match config.input.source {
-        InputSource::Topic => Ok(None),
-        InputSource::Camera => CameraInput::open(config).map(Some),
-    }
-}
-
 /// Extraction and matching state of one running node.
 pub struct Node {
     name: String,
     config: Config,
+    /// Where parameter changes arrive from the transport's services.
+    parameters: Arc<LiveParameters>,
+    /// The change of `parameters` last applied.
+    applied: u64,
     extractor: Box<dyn Extractor>,
     matcher: Box<dyn Matcher>,
     previous: Option<Extracted>,
@@ -98,6 +107,8 @@ impl Node {
         let tolerance = config.matching.sync_tolerance;
         Self {
             name: name.to_string(),
+            parameters: Arc::new(LiveParameters::new(name, config.clone())),
+            applied: 0,
             config,
             extractor,
             matcher,
@@ -109,25 +120,60 @@ impl Node {
         }
     }
 
-    /// Processes frames until `queue` is closed, publishing diagnostics periodically.
-    pub fn run(&mut self, queue: &InputQueue, outputs: &dyn Outputs) {
-        let mut next_report = Instant::now() + DIAGNOSTICS_PERIOD;
-        loop {
-            let wait = next_report.saturating_duration_since(Instant::now());
-            match queue.take(wait) {
-                Taken::Frame(frame) => self.handle(frame, outputs),
-                Taken::TimedOut => {}
-                Taken::Closed => return,
-            }
-            if Instant::now() >= next_report {
-                let report = self.diagnostics(queue.dropped());
-                self.publish(outputs.publish_diagnostics(report));
-                next_report += DIAGNOSTICS_PERIOD;
+    /// Processes the frames of `source` until it ends or `stop` is set, publishing
+    /// diagnostics and logging a summary once a second, and the totals at the end.
+    /// Errs when the source fails (a camera that stopped delivering).
+    pub fn run(
+        &mut self,
+        source: &mut dyn FrameSource,
+        outputs: &dyn Outputs,
+        stop: &AtomicBool,
+    ) -> Result<()> {
+        if source.waits_for_subscriber() {
+            log::info!(
+                "waiting for a subscriber to `features` before reading (input.realtime: false)"
+            );
+            while !outputs.features_subscribed() {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                std::thread::sleep(SUBSCRIBER_POLL);
             }
         }
+        let mut next_report = Instant::now() + DIAGNOSTICS_PERIOD;
+        // The frame counts of the last logged summary: an idle node logs once, not every second.
+        let mut logged_counts = None;
+        let ended = loop {
+            if stop.load(Ordering::Relaxed) {
+                break Ok(());
+            }
+            match source.next(next_report.min(Instant::now() + STOP_POLL)) {
+                Ok(Next::Frame(frame)) => self.handle(*frame, outputs),
+                Ok(Next::Unreadable { count, reason }) => self.unreadable(count, reason),
+                Ok(Next::Idle) => {}
+                Ok(Next::End) => break Ok(()),
+                Err(err) => break Err(err),
+            }
+            let now = Instant::now();
+            if now >= next_report {
+                let report = self.diagnostics(source.dropped());
+                let counts = stats::frame_counts(&report);
+                if logged_counts.as_ref() != Some(&counts) {
+                    log::info!("{}", stats::summary(&report));
+                    logged_counts = Some(counts);
+                }
+                self.publish(outputs.publish_diagnostics(report));
+                // After a stall (a slow first frame), report from now on.
+                next_report = (next_report + DIAGNOSTICS_PERIOD).max(now);
+            }
+        };
+        // The totals, for whoever watches the diagnostics of a finished file.
+        let report = self.diagnostics(source.dropped());
+        self.publish(outputs.publish_diagnostics(report));
+        ended
     }
 
-    /// The diagnostics report now; `dropped` comes from the input queue.
+    /// The diagnostics report now; `dropped` comes from the frame source.
     pub fn diagnostics(&mut self, dropped: u64) -> DiagnosticArray {
         let device = self.extractor.device_name();
         let who = Identity {
@@ -144,32 +190,87 @@ impl Node {
         self.stats.rejected_count()
     }
 
+    /// The node's parameters, for the transport to serve.
+    pub fn parameters(&self) -> Arc<LiveParameters> {
+        self.parameters.clone()
+    }
+
+    /// Takes the parameters changed since the last frame: new extraction or matching
+    /// settings rebuild what they concern, on the backend already in use.
+    fn apply_parameter_changes(&mut self) {
+        let Some(config) = self.parameters.changed_since(&mut self.applied) else {
+            return;
+        };
+        let mut on_this_backend = config.clone();
+        on_this_backend.backend = match self.extractor.backend_name() {
+            "cuda" => Backend::Cuda,
+            _ => Backend::Cpu,
+        };
+        if config.orb != self.config.orb || config.sift != self.config.sift {
+            match crate::create_extractor(&on_this_backend) {
+                Ok(extractor) => self.extractor = extractor,
+                Err(err) => self
+                    .failures
+                    .warn(&format!("keeping the previous extractor: {err}")),
+            }
+        }
+        if config.matching != self.config.matching {
+            match crate::create_matcher(&on_this_backend) {
+                Ok(matcher) => self.matcher = matcher,
+                Err(err) => self
+                    .failures
+                    .warn(&format!("keeping the previous matcher: {err}")),
+            }
+        }
+        self.stereo.set_tolerance(config.matching.sync_tolerance);
+        log::info!("parameters changed: applied from this frame on");
+        self.config = config;
+    }
+
     /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.
     pub fn handle(&mut self, frame: Frame, outputs: &dyn Outputs) {
-        let header = frame.image.header.clone();
-        match msgs::gray_from_image(&frame.image, self.config.max_image_pixels) {
-            Ok(gray) => self.handle_gray(frame.camera, header, gray, frame.received, outputs),
+        self.apply_parameter_changes();
+        let Frame {
+            camera,
+            header,
+            pixels,
+            received,
+            republish,
+        } = frame;
+        if let Some(image) = republish {
+            let published = outputs.publish_image(image);
+            self.publish(published);
+        }
+        let max_pixels = self.config.max_image_pixels;
+        let gray = match pixels {
+            Pixels::Raw(image) => msgs::gray_from_image(&image, max_pixels),
+            Pixels::Compressed(image) => msgs::gray_from_compressed(&image, max_pixels),
+            Pixels::Gray(gray) => Ok(gray),
+        };
+        match gray {
+            Ok(gray) => self.handle_gray(camera, header, gray, received, outputs),
             Err(reason) => {
                 let reason = reason.to_string();
+                let stamp = header.stamp;
                 self.rejections.warn(&format!(
-                    "rejected a frame from {:?} (stamp {}.{:09}, frame_id {:?}): {reason}",
-                    frame.camera, header.stamp.sec, header.stamp.nanosec, header.frame_id
+                    "rejected a frame from {camera:?} (stamp {}.{:09}, frame_id {:?}): {reason}",
+                    stamp.sec, stamp.nanosec, header.frame_id
                 ));
-                self.stats.rejected(reason);
+                self.stats.rejected(1, reason);
             }
         }
     }
 
-    /// A frame the camera input could not read: counted as rejected, with its reason.
-    pub fn unreadable(&mut self, reason: String) {
+    /// `count` frames that arrived but could not be read: counted as rejected.
+    pub fn unreadable(&mut self, count: u64, reason: String) {
         self.rejections
             .warn(&format!("cannot read a frame: {reason}"));
-        self.stats.rejected(reason);
+        self.stats.rejected(count, reason);
     }
 
     /// Extracts, publishes and matches one grey frame of `camera`, stamped by
     /// `header` and received at `received` (the start of its latency).
-    pub fn handle_gray(
+    fn handle_gray(
         &mut self,
         camera: Camera,
         header: Header,
@@ -188,7 +289,7 @@ impl Node {
         let message = msgs::features_message(header.clone(), self.config.algorithm, &features);
         self.publish(outputs.publish_features(message));
         self.stats
-            .processed(received.elapsed(), features.keypoints.len());
+            .processed(received.elapsed(), header.stamp, features.keypoints.len());
 
         let current = Extracted {
             header,

@@ -1,23 +1,29 @@
 //! Builds without the `camera` feature: camera input cannot be opened.
 
-use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
-use super::{Node, Outputs};
-use crate::config::Config;
+use super::source::{FrameSource, Next};
+use crate::config::InputConfig;
 use crate::error::{Error, Result};
 
 /// Never exists in this build.
-pub enum CameraInput {}
+pub enum CameraSource {}
 
-impl CameraInput {
-    pub fn open(_config: &Config) -> Result<Self> {
+impl CameraSource {
+    pub fn open(_input: &InputConfig, _max_image_pixels: u64) -> Result<Self> {
         Err(Error::InvalidParameter {
             name: "input.source".into(),
             reason: "this build has no camera input: enable the `camera` feature".into(),
         })
     }
+}
 
-    pub fn run(self, _node: &mut Node, _outputs: &dyn Outputs, _stop: &AtomicBool) -> Result<()> {
-        match self {}
+impl FrameSource for CameraSource {
+    fn next(&mut self, _deadline: Instant) -> Result<Next> {
+        match *self {}
+    }
+
+    fn dropped(&self) -> u64 {
+        match *self {}
     }
 }

@@ -1,16 +1,20 @@
-//! What the node reports on `diagnostics`: throughput, latency, lost frames.
+//! What the node reports on `diagnostics`: throughput, latency, frame age, lost frames.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::msgs::{DiagnosticArray, DiagnosticStatus, Header, KeyValue, Time};
 
 /// Latencies kept for the percentiles: the last few seconds at camera rates.
 const LATENCY_WINDOW: usize = 512;
 
-/// Counters and a bounded window of latencies.
+/// Counters and bounded windows of latencies and ages.
 pub struct Stats {
+    /// Received by this process → Features handed to the transport.
     latencies: VecDeque<Duration>,
+    /// `header.stamp` → Features handed to the transport: what the frame spent in the
+    /// camera driver, the sender and the transport too.
+    ages: VecDeque<Duration>,
     processed: u64,
     rejected: u64,
     failed: u64,
@@ -26,6 +30,7 @@ impl Default for Stats {
     fn default() -> Self {
         Self {
             latencies: VecDeque::with_capacity(LATENCY_WINDOW),
+            ages: VecDeque::with_capacity(LATENCY_WINDOW),
             processed: 0,
             rejected: 0,
             failed: 0,
@@ -67,13 +72,37 @@ fn millis(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
 
+fn push_bounded(window: &mut VecDeque<Duration>, value: Duration) {
+    if window.len() == LATENCY_WINDOW {
+        window.pop_front();
+    }
+    window.push_back(value);
+}
+
+fn p50_p99(window: &VecDeque<Duration>) -> (Duration, Duration) {
+    let mut sorted: Vec<Duration> = window.iter().copied().collect();
+    sorted.sort_unstable();
+    (percentile(&sorted, 0.5), percentile(&sorted, 0.99))
+}
+
+/// How long ago `stamp` was on this machine's wall clock; `None` for a zero stamp
+/// (the sender set none) or one in the future (another machine's clock runs ahead).
+fn age_of(stamp: Time) -> Option<Duration> {
+    if stamp == Time::default() {
+        return None;
+    }
+    let stamped =
+        UNIX_EPOCH.checked_add(Duration::new(u64::try_from(stamp.sec).ok()?, stamp.nanosec))?;
+    SystemTime::now().duration_since(stamped).ok()
+}
+
 impl Stats {
-    /// A frame with `keypoints` published `latency` after it was received.
-    pub fn processed(&mut self, latency: Duration, keypoints: usize) {
-        if self.latencies.len() == LATENCY_WINDOW {
-            self.latencies.pop_front();
+    /// A frame stamped `stamp`, with `keypoints`, published `latency` after it was received.
+    pub fn processed(&mut self, latency: Duration, stamp: Time, keypoints: usize) {
+        push_bounded(&mut self.latencies, latency);
+        if let Some(age) = age_of(stamp) {
+            push_bounded(&mut self.ages, age);
         }
-        self.latencies.push_back(latency);
         self.processed += 1;
         self.window_frames += 1;
         self.window_keypoints += keypoints as u64;
@@ -85,8 +114,9 @@ impl Stats {
         self.window_match_sets += 1;
     }
 
-    pub fn rejected(&mut self, reason: String) {
-        self.rejected += 1;
+    /// `count` frames rejected, the last one for `reason`.
+    pub fn rejected(&mut self, count: u64, reason: String) {
+        self.rejected += count;
         self.last_rejection = reason;
     }
 
@@ -96,13 +126,6 @@ impl Stats {
 
     pub fn rejected_count(&self) -> u64 {
         self.rejected
-    }
-
-    /// Median and 99th percentile of the recent latencies.
-    pub fn latency_p50_p99(&self) -> (Duration, Duration) {
-        let mut sorted: Vec<Duration> = self.latencies.iter().copied().collect();
-        sorted.sort_unstable();
-        (percentile(&sorted, 0.5), percentile(&sorted, 0.99))
     }
 
     /// The report; fps covers the frames since the previous report.
@@ -120,7 +143,8 @@ impl Stats {
         self.window_keypoints = 0;
         self.window_matches = 0;
         self.window_match_sets = 0;
-        let (p50, p99) = self.latency_p50_p99();
+        let (p50, p99) = p50_p99(&self.latencies);
+        let (age_p50, age_p99) = p50_p99(&self.ages);
         let pairs = [
             ("algorithm", who.algorithm.to_string()),
             ("backend", who.backend.to_string()),
@@ -130,6 +154,8 @@ impl Stats {
             ("matches_per_frame", format!("{matches_per_frame:.0}")),
             ("latency_p50_ms", millis(p50)),
             ("latency_p99_ms", millis(p99)),
+            ("age_p50_ms", millis(age_p50)),
+            ("age_p99_ms", millis(age_p99)),
             ("frames_processed", self.processed.to_string()),
             ("frames_dropped", dropped.to_string()),
             ("frames_rejected", self.rejected.to_string()),
@@ -165,4 +191,27 @@ impl Stats {
             }],
         }
     }
+}
+
+/// The frame totals of a report: what changes while frames flow.
+pub fn frame_counts(report: &DiagnosticArray) -> [Option<String>; 3] {
+    ["frames_processed", "frames_dropped", "frames_rejected"]
+        .map(|key| report.value(key).map(str::to_string))
+}
+
+/// The diagnostics in one log line: what a user watching the node sees.
+pub fn summary(report: &DiagnosticArray) -> String {
+    let value = |key| report.value(key).unwrap_or("?");
+    format!(
+        "{} fps, {} keypoints/frame, {} matches/frame, latency p50 {} ms p99 {} ms, age p50 {} ms; frames: {} processed, {} dropped, {} rejected",
+        value("fps"),
+        value("keypoints_per_frame"),
+        value("matches_per_frame"),
+        value("latency_p50_ms"),
+        value("latency_p99_ms"),
+        value("age_p50_ms"),
+        value("frames_processed"),
+        value("frames_dropped"),
+        value("frames_rejected"),
+    )
 }

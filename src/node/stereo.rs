@@ -28,6 +28,10 @@ impl StereoPairer {
         }
     }
 
+    pub fn set_tolerance(&mut self, tolerance: f64) {
+        self.tolerance = tolerance;
+    }
+
     /// Offers a left frame; returns `(left, right)` when it pairs.
     pub fn offer_left(&mut self, left: Extracted) -> Option<(Extracted, Extracted)> {
         self.left = Some(left);

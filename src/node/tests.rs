@@ -1,5 +1,4 @@
 use std::cell::RefCell;
-use std::time::Instant;
 
 use super::*;
 use crate::image::GrayImage;
@@ -56,6 +55,7 @@ struct Recorder {
     matches: RefCell<Vec<msgs::Matches>>,
     debug_images: RefCell<Vec<Image>>,
     images: RefCell<Vec<Image>>,
+    diagnostics: RefCell<Vec<DiagnosticArray>>,
     debug_subscribed: bool,
 }
 
@@ -68,7 +68,8 @@ impl Outputs for Recorder {
         self.matches.borrow_mut().push(message);
         Ok(())
     }
-    fn publish_diagnostics(&self, _message: DiagnosticArray) -> Result<()> {
+    fn publish_diagnostics(&self, message: DiagnosticArray) -> Result<()> {
+        self.diagnostics.borrow_mut().push(message);
         Ok(())
     }
     fn publish_debug_image(&self, message: Image) -> Result<()> {
@@ -99,23 +100,30 @@ fn node(mode: MatchMode) -> Node {
     )
 }
 
-fn frame(camera: Camera, sec: i32, nanosec: u32, width: u32) -> Frame {
-    Frame {
-        camera,
-        image: Image {
-            header: Header {
-                stamp: Time { sec, nanosec },
-                frame_id: format!("{camera:?}"),
-            },
-            height: 4,
-            width,
-            encoding: "mono8".into(),
-            is_bigendian: 0,
-            step: width,
-            data: vec![7; width as usize * 4],
+fn image(camera: Camera, sec: i32, nanosec: u32, width: u32) -> Image {
+    Image {
+        header: Header {
+            stamp: Time { sec, nanosec },
+            frame_id: format!("{camera:?}"),
         },
-        received: Instant::now(),
+        height: 4,
+        width,
+        encoding: "mono8".into(),
+        is_bigendian: 0,
+        step: width,
+        data: vec![7; width as usize * 4],
     }
+}
+
+fn frame(camera: Camera, sec: i32, nanosec: u32, width: u32) -> Frame {
+    Frame::from_image(camera, image(camera, sec, nanosec, width))
+}
+
+/// A frame whose image message `change` spoils.
+fn spoiled(sec: i32, change: impl FnOnce(&mut Image)) -> Frame {
+    let mut image = image(Camera::Mono, sec, 0, 16);
+    change(&mut image);
+    Frame::from_image(Camera::Mono, image)
 }
 
 fn stamps(headers: impl Iterator<Item = Header>) -> Vec<(i32, u32)> {
@@ -155,20 +163,13 @@ fn bad_frames_are_counted_skipped_and_the_node_goes_on() {
     let mut node = node(MatchMode::Temporal);
     let out = Recorder::default();
     node.handle(frame(Camera::Mono, 1, 0, 16), &out);
-    let mut bad = Vec::new();
-    let mut unknown_encoding = frame(Camera::Mono, 2, 0, 16);
-    unknown_encoding.image.encoding = "yuv422".into();
-    bad.push(unknown_encoding);
-    let mut short_step = frame(Camera::Mono, 3, 0, 16);
-    short_step.image.step = 15;
-    bad.push(short_step);
-    let mut short_data = frame(Camera::Mono, 4, 0, 16);
-    short_data.image.data.truncate(40);
-    bad.push(short_data);
-    let mut zero = frame(Camera::Mono, 5, 0, 16);
-    zero.image.height = 0;
-    bad.push(zero);
-    bad.push(frame(Camera::Mono, 6, 0, 2048)); // 2048 x 4 > max_image_pixels
+    let bad = [
+        spoiled(2, |image| image.encoding = "bayer_rggb16".into()),
+        spoiled(3, |image| image.step = 15),
+        spoiled(4, |image| image.data.truncate(40)),
+        spoiled(5, |image| image.height = 0),
+        frame(Camera::Mono, 6, 0, 2048), // 2048 x 4 > max_image_pixels
+    ];
     for frame in bad {
         node.handle(frame, &out);
     }
@@ -224,35 +225,38 @@ fn the_latest_frame_wins_and_replaced_frames_are_counted() {
     }
     queue.put(frame(Camera::Right, 9, 0, 8));
     assert_eq!(queue.dropped(), 2);
-    let Taken::Frame(first) = queue.take(Duration::ZERO) else {
+    let Next::Frame(first) = queue.take(Instant::now()) else {
         panic!("a frame is waiting")
     };
     assert_eq!(
-        first.image.header.stamp.sec, 3,
+        first.header.stamp.sec, 3,
         "oldest arrival first, latest per camera"
     );
-    let Taken::Frame(second) = queue.take(Duration::ZERO) else {
+    let Next::Frame(second) = queue.take(Instant::now()) else {
         panic!("a frame is waiting")
     };
     assert_eq!(second.camera, Camera::Right);
     assert!(matches!(
-        queue.take(Duration::from_millis(5)),
-        Taken::TimedOut
+        queue.take(Instant::now() + Duration::from_millis(5)),
+        Next::Idle
     ));
+    queue.unreadable("truncated CDR".into());
+    queue.unreadable("bad CDR".into());
+    let Next::Unreadable { count, reason } = queue.take(Instant::now()) else {
+        panic!("undecodable messages are reported")
+    };
+    assert_eq!((count, reason.as_str()), (2, "bad CDR"));
     queue.close();
-    assert!(matches!(queue.take(Duration::from_secs(5)), Taken::Closed));
+    let forever = Instant::now() + Duration::from_secs(5);
+    assert!(matches!(queue.take(forever), Next::End));
 }
 
 #[test]
 fn a_camera_that_cannot_be_opened_is_a_start_up_error() {
     let mut config = Config::default();
-    assert!(
-        open_camera(&config).unwrap().is_none(),
-        "topic input opens nothing"
-    );
-    config.input.source = InputSource::Camera;
+    config.input.source = crate::config::InputSource::Camera;
     config.input.device = "/nonexistent/clip.avi".into();
-    let err = open_camera(&config)
+    let err = CameraSource::open(&config.input, config.max_image_pixels)
         .err()
         .expect("a missing file is refused")
         .to_string();
@@ -298,7 +302,7 @@ fn diagnostics_report_keypoints_and_matches_per_frame_and_unreadable_frames() {
     let out = Recorder::default();
     node.handle(frame(Camera::Mono, 1, 0, 16), &out); // 2 keypoints
     node.handle(frame(Camera::Mono, 2, 0, 32), &out); // 4 keypoints, 2 matches
-    node.unreadable("camera 0 gave no frame".into());
+    node.unreadable(1, "camera 0 gave no frame".into());
     let report = node.diagnostics(0);
     assert_eq!(report.value("keypoints_per_frame"), Some("3"));
     assert_eq!(report.value("matches_per_frame"), Some("2"));
@@ -308,4 +312,163 @@ fn diagnostics_report_keypoints_and_matches_per_frame_and_unreadable_frames() {
         report.value("last_rejection"),
         Some("camera 0 gave no frame")
     );
+}
+
+/// A source that plays a script, then ends.
+struct Scripted {
+    script: std::collections::VecDeque<Result<Next>>,
+    dropped: u64,
+}
+
+impl FrameSource for Scripted {
+    fn next(&mut self, _deadline: Instant) -> Result<Next> {
+        self.script.pop_front().unwrap_or(Ok(Next::End))
+    }
+    fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+#[test]
+fn run_takes_every_kind_of_event_from_the_source_and_reports_the_totals_at_the_end() {
+    let mut node = node(MatchMode::Temporal);
+    let out = Recorder::default();
+    let mut source = Scripted {
+        script: [
+            Ok(Next::Frame(Box::new(frame(Camera::Mono, 1, 0, 16)))),
+            Ok(Next::Idle),
+            Ok(Next::Unreadable {
+                count: 3,
+                reason: "cannot decode a Image: unexpected end of CDR".into(),
+            }),
+            Ok(Next::Frame(Box::new(frame(Camera::Mono, 2, 0, 16)))),
+        ]
+        .into(),
+        dropped: 4,
+    };
+    node.run(&mut source, &out, &AtomicBool::new(false))
+        .expect("the source ended");
+    assert_eq!(out.features.borrow().len(), 2);
+    assert_eq!(out.matches.borrow().len(), 1);
+    let diagnostics = out.diagnostics.borrow();
+    let totals = diagnostics
+        .last()
+        .expect("the totals are published at the end");
+    assert_eq!(totals.value("frames_processed"), Some("2"));
+    assert_eq!(totals.value("frames_rejected"), Some("3"));
+    assert_eq!(totals.value("frames_dropped"), Some("4"));
+    assert!(totals
+        .value("last_rejection")
+        .unwrap()
+        .contains("unexpected end of CDR"));
+}
+
+#[test]
+fn run_ends_with_the_error_of_a_failed_source_and_stops_when_asked() {
+    let mut node = node(MatchMode::None);
+    let out = Recorder::default();
+    let mut failing = Scripted {
+        script: [
+            Ok(Next::Frame(Box::new(frame(Camera::Mono, 1, 0, 16)))),
+            Err(crate::Error::Camera {
+                device: "camera 0".into(),
+                reason: "no frame for 5 s: giving up".into(),
+            }),
+        ]
+        .into(),
+        dropped: 0,
+    };
+    let err = node
+        .run(&mut failing, &out, &AtomicBool::new(false))
+        .unwrap_err();
+    assert!(err.to_string().contains("giving up"), "{err}");
+    assert_eq!(out.features.borrow().len(), 1);
+
+    let mut endless = Scripted {
+        script: std::iter::repeat_with(|| Ok(Next::Idle))
+            .take(1000)
+            .collect(),
+        dropped: 0,
+    };
+    node.run(&mut endless, &out, &AtomicBool::new(true))
+        .expect("a stop request ends the run cleanly");
+    assert_eq!(endless.script.len(), 1000, "nothing read after the stop");
+}
+
+fn test_file(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn compressed(sec: i32, format: &str, data: Vec<u8>) -> Frame {
+    let header = Header {
+        stamp: Time { sec, nanosec: 0 },
+        frame_id: "camera".into(),
+    };
+    Frame::from_compressed(
+        Camera::Mono,
+        msgs::CompressedImage {
+            header,
+            format: format.into(),
+            data,
+        },
+    )
+}
+
+#[test]
+fn compressed_frames_are_decoded_as_files_are_and_bad_ones_rejected_with_the_reason() {
+    let mut config = Config::default();
+    config.matching.mode = MatchMode::None;
+    let mut node = Node::with_backends(
+        "test_node",
+        config,
+        Box::new(ColumnExtractor),
+        Box::new(DiagonalMatcher),
+    );
+    let out = Recorder::default();
+    let jpeg = test_file("leuvenA.jpg");
+    let png = test_file("basketball1.png");
+    node.handle(
+        compressed(1, "bgr8; jpeg compressed bgr8", jpeg.clone()),
+        &out,
+    );
+    node.handle(compressed(2, "png", png), &out);
+    let features = out.features.borrow().clone();
+    let library = GrayImage::decode(&jpeg, u64::MAX).unwrap();
+    assert_eq!(
+        (
+            features[0].image_width as usize,
+            features[0].image_height as usize
+        ),
+        (library.width(), library.height())
+    );
+    assert_eq!(
+        (features[1].image_width, features[1].image_height),
+        (640, 480)
+    );
+
+    let cases = [
+        (
+            compressed(3, "jpeg", jpeg[..jpeg.len() / 2].to_vec()),
+            "truncated",
+        ),
+        (
+            compressed(4, "jpeg", b"not an image at all".to_vec()),
+            "PNG, JPEG",
+        ),
+        (
+            compressed(5, "rvl", jpeg.clone()),
+            "unsupported compressed format",
+        ),
+    ];
+    for (frame, reason) in cases {
+        node.handle(frame, &out);
+        let report = node.diagnostics(0);
+        let last = report.value("last_rejection").unwrap().to_string();
+        assert!(last.contains(reason), "{reason}: {last}");
+    }
+    assert_eq!(node.rejected_frames(), 3);
+    assert_eq!(out.features.borrow().len(), 2);
 }

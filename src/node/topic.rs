@@ -1,22 +1,12 @@
-//! The input queue between the transport and the processing thread: one slot per
-//! camera where the latest frame wins, so memory and latency stay bounded when
-//! processing is slower than the camera.
+//! Frames from image topics: the transport puts each received message into an
+//! [`InputQueue`], one slot per camera where the latest frame wins, so memory and
+//! latency stay bounded when processing is slower than the camera.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
-use crate::msgs::Image;
-
-/// Which subscription a frame came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Camera {
-    /// `image`: the single camera of `none` and `temporal` modes.
-    Mono,
-    /// `left/image` in stereo mode.
-    Left,
-    /// `right/image` in stereo mode.
-    Right,
-}
+use super::source::{Camera, Frame, FrameSource, Next};
+use crate::error::Result;
 
 impl Camera {
     const ALL: [Camera; 3] = [Camera::Mono, Camera::Left, Camera::Right];
@@ -26,30 +16,17 @@ impl Camera {
     }
 }
 
-/// A received image, stamped with its arrival for latency measurement.
-#[derive(Clone, Debug)]
-pub struct Frame {
-    pub camera: Camera,
-    pub image: Image,
-    pub received: Instant,
-}
-
-/// What [`InputQueue::take`] found.
-#[derive(Debug)]
-pub enum Taken {
-    Frame(Frame),
-    TimedOut,
-    Closed,
-}
-
 #[derive(Default)]
 struct Slots {
     frames: [Option<Frame>; 3],
     dropped: u64,
+    unreadable: u64,
+    last_unreadable: String,
     closed: bool,
 }
 
-/// Latest-frame-wins slots, one per camera; replaced frames are counted as dropped.
+/// Latest-frame-wins slots, one per camera; replaced frames are counted as dropped,
+/// messages that could not be decoded as unreadable.
 #[derive(Default)]
 pub struct InputQueue {
     slots: Mutex<Slots>,
@@ -77,26 +54,39 @@ impl InputQueue {
         self.ready.notify_one();
     }
 
-    /// The oldest waiting frame, waiting up to `timeout` for one.
-    pub fn take(&self, timeout: Duration) -> Taken {
-        let deadline = Instant::now() + timeout;
+    /// Counts a message that arrived but could not be decoded.
+    pub fn unreadable(&self, reason: String) {
+        let mut slots = self.lock();
+        slots.unreadable += 1;
+        slots.last_unreadable = reason;
+        self.ready.notify_one();
+    }
+
+    /// The oldest waiting frame (or the undecodable messages counted since the last
+    /// call), waiting until `deadline` for one.
+    pub fn take(&self, deadline: Instant) -> Next {
         let mut slots = self.lock();
         loop {
+            if slots.unreadable > 0 {
+                let count = std::mem::take(&mut slots.unreadable);
+                let reason = std::mem::take(&mut slots.last_unreadable);
+                return Next::Unreadable { count, reason };
+            }
             let oldest = Camera::ALL
                 .iter()
                 .filter_map(|c| slots.frames[c.slot()].as_ref().map(|f| (f.received, *c)))
                 .min_by_key(|(received, _)| *received);
             if let Some((_, camera)) = oldest {
                 if let Some(frame) = slots.frames[camera.slot()].take() {
-                    return Taken::Frame(frame);
+                    return Next::Frame(Box::new(frame));
                 }
             }
             if slots.closed {
-                return Taken::Closed;
+                return Next::End;
             }
             let now = Instant::now();
             if now >= deadline {
-                return Taken::TimedOut;
+                return Next::Idle;
             }
             slots = self
                 .ready
@@ -115,5 +105,18 @@ impl InputQueue {
     pub fn close(&self) {
         self.lock().closed = true;
         self.ready.notify_all();
+    }
+}
+
+/// The frames of the node's image topics, as the transport queues them.
+pub struct TopicSource(pub Arc<InputQueue>);
+
+impl FrameSource for TopicSource {
+    fn next(&mut self, deadline: Instant) -> Result<Next> {
+        Ok(self.0.take(deadline))
+    }
+
+    fn dropped(&self) -> u64 {
+        self.0.dropped()
     }
 }

@@ -1,22 +1,22 @@
 //! The embedded transport: ROS 2 over RustDDS (`ros2-client`), no ROS install needed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use ros2_client::dds::rustdds::DomainParticipant;
 use ros2_client::dds::{Context, ContextOptions, Node as RosNode, Publisher, Subscription};
-use ros2_client::qos::{History, QosProfile};
-use ros2_client::{MessageTypeName, Name, NodeName, NodeOptions};
+use ros2_client::qos::{History, QosProfile, Reliability, WhenFull};
+use ros2_client::service::{Server, ServiceMapping};
+use ros2_client::{MessageTypeName, Name, NodeName, NodeOptions, ServiceTypeName};
 
-use super::RosArgs;
-use crate::config::Config;
+use super::qos::{self, Qos};
+use super::{image_topic, RosArgs, Shutdown, Transport};
+use crate::config::ImageTransport;
 use crate::error::{Error, Result};
-use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{
-    input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs, Throttle,
-};
+use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
+use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
+use crate::node::{Camera, Frame, InputQueue, LiveParameters, Outputs};
 
 fn transport_error<E>(what: impl Into<String>) -> impl FnOnce(E) -> Error
 where
@@ -29,15 +29,27 @@ where
     }
 }
 
-/// Camera streams: best effort so both reliable and best-effort publishers match;
-/// a short history because only the latest frame matters.
-pub fn sensor_qos() -> QosProfile {
-    QosProfile::subscription_default().history(History::KeepLast { depth: 5 })
+/// `qos` as ros2-client takes it.
+pub fn profile(qos: Qos) -> QosProfile {
+    let reliability = match qos.reliability {
+        qos::Reliability::Reliable => Reliability::Reliable {
+            when_full: WhenFull::DEFAULT,
+        },
+        qos::Reliability::BestEffort => Reliability::BestEffort,
+    };
+    QosProfile::subscription_default()
+        .reliability(reliability)
+        .history(History::KeepLast { depth: qos.depth })
 }
 
-/// Results: reliable, a few messages of history.
+/// Camera streams in (the sensor-data profile).
+pub fn sensor_qos() -> QosProfile {
+    profile(qos::IMAGES_IN)
+}
+
+/// Results out.
 pub fn result_qos() -> QosProfile {
-    QosProfile::publisher_default().history(History::KeepLast { depth: 10 })
+    profile(qos::RESULTS)
 }
 
 /// A ROS 2 node on the DDS domain: creates typed publishers and subscriptions
@@ -107,6 +119,26 @@ impl DdsEndpoint {
             .map_err(transport_error(format!("cannot publish {name}")))
     }
 
+    /// A server of the service `S` on `name`.
+    pub fn server<S: Service>(&mut self, name: &str) -> Result<Server<S::Request, S::Response>>
+    where
+        S::Request: ros2_client::Message,
+        S::Response: ros2_client::Message,
+    {
+        let resolved = self.args.resolve(name);
+        let ros_name = Name::parse(&resolved)
+            .map_err(|err| Error::RosArgs(format!("invalid service name {resolved}: {err:?}")))?;
+        self.node
+            .create_server(
+                ServiceMapping::Enhanced,
+                &ros_name,
+                &ServiceTypeName::new("rcl_interfaces", S::NAME),
+                profile(qos::SERVICES),
+                profile(qos::SERVICES),
+            )
+            .map_err(transport_error(format!("cannot serve {resolved}")))
+    }
+
     /// A subscription to `M` on `name`.
     pub fn subscription<M: RosMessage>(
         &mut self,
@@ -127,13 +159,8 @@ const SUBSCRIBER_CHECK_PERIOD: Duration = Duration::from_millis(500);
 /// counts as subscribed once it has been known this long.
 const MATCH_SETTLE: Duration = Duration::from_millis(500);
 
-/// After the end of a file the writers stay this long: a reader that lost a sample of the
-/// last frames gets it repaired on the writer's next heartbeat (every 100 ms while a
-/// reader is behind), which an exiting node would no longer send.
-const END_OF_STREAM_LINGER: Duration = Duration::from_secs(1);
-
 /// The node's publishers.
-struct DdsOutputs {
+pub struct DdsOutputs {
     features: Publisher<msgs::Features>,
     matches: Publisher<msgs::Matches>,
     diagnostics: Publisher<DiagnosticArray>,
@@ -210,114 +237,206 @@ impl Outputs for DdsOutputs {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM (what `ros2 launch` sends on shutdown).
-fn termination_signal() -> Result<futures::channel::oneshot::Receiver<()>> {
-    let (sender, receiver) = futures::channel::oneshot::channel();
-    let sender = Mutex::new(Some(sender));
-    ctrlc::set_handler(move || {
-        if let Some(sender) = sender.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = sender.send(());
+/// An image subscription of either transport's message type.
+enum ImageSubscription {
+    Raw(Subscription<Image>),
+    Compressed(Subscription<CompressedImage>),
+}
+
+type ServerOf<S> = Server<<S as Service>::Request, <S as Service>::Response>;
+
+/// The parameter services of the node, served from `parameters`.
+struct ParameterServices {
+    parameters: Arc<LiveParameters>,
+    events: Publisher<ParameterEvent>,
+    list: ServerOf<rcl::ListParameters>,
+    get: ServerOf<rcl::GetParameters>,
+    types: ServerOf<rcl::GetParameterTypes>,
+    set: ServerOf<rcl::SetParameters>,
+    set_atomically: ServerOf<rcl::SetParametersAtomically>,
+    describe: ServerOf<rcl::DescribeParameters>,
+}
+
+impl ParameterServices {
+    fn announce(&self, events: impl IntoIterator<Item = ParameterEvent>) {
+        for event in events {
+            if let Err(err) = publish(&self.events, event) {
+                log::warn!("{err}");
+            }
         }
-    })
-    .map_err(transport_error("cannot install the SIGINT/SIGTERM handler"))?;
-    Ok(receiver)
-}
-
-/// Runs the node over DDS until SIGINT or SIGTERM, or until the end of a video file
-/// (camera input without `input.loop`); returns early only on a start-up error.
-pub fn run(args: RosArgs, domain_id: u16, config: Config) -> Result<()> {
-    let stop = termination_signal()?;
-    let mut node = Node::new(&args.fully_qualified_name(), config.clone())?;
-    let camera = open_camera(&config)?;
-    let mut endpoint = DdsEndpoint::new(args, domain_id)?;
-    let image = match &camera {
-        Some(_) if config.input.publish_image => Some(endpoint.publisher("image", result_qos())?),
-        _ => None,
-    };
-    let outputs = DdsOutputs {
-        features: endpoint.publisher("features", result_qos())?,
-        matches: endpoint.publisher("matches", result_qos())?,
-        diagnostics: endpoint.publisher("/diagnostics", result_qos())?,
-        debug_image: endpoint.publisher("debug_image", result_qos())?,
-        image,
-        debug_image_dds_topic: format!("rt{}", endpoint.args().resolve("debug_image")),
-        features_dds_topic: format!("rt{}", endpoint.args().resolve("features")),
-        participant: endpoint.participant(),
-        debug_wanted: Mutex::new(None),
-        features_reader_since: Mutex::new(None),
-    };
-    match camera {
-        Some(camera) => capture(camera, &mut node, &outputs, stop),
-        None => receive(&mut endpoint, &config, &mut node, &outputs, stop),
     }
-    // The endpoint drops here, after the runtime: the participant says goodbye to its peers.
 }
 
-/// Camera input: the processing thread captures too; ends at the end of the stream.
-fn capture(
-    camera: CameraInput,
-    node: &mut Node,
-    outputs: &DdsOutputs,
-    stop: futures::channel::oneshot::Receiver<()>,
-) -> Result<()> {
-    let stopping = AtomicBool::new(false);
-    let (finished, done) = futures::channel::oneshot::channel::<()>();
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(|| {
-            let result = camera.run(node, outputs, &stopping);
-            let _ = finished.send(());
-            result
-        });
-        let ended = futures::executor::block_on(futures::future::select(stop, done));
-        let end_of_stream = matches!(ended, futures::future::Either::Right(_));
-        stopping.store(true, Ordering::Relaxed);
-        log::info!("shutting down");
-        let result = worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        if end_of_stream && result.is_ok() {
-            std::thread::sleep(END_OF_STREAM_LINGER);
-        }
-        result
-    })
+/// Answers every request `server` receives with `answer`.
+async fn answer_requests<Q, A>(server: &Server<Q, A>, answer: impl Fn(Q) -> A)
+where
+    Q: ros2_client::Message + Clone + 'static,
+    A: ros2_client::Message + 'static,
+{
+    server
+        .receive_request_stream()
+        .for_each(|request| {
+            let sent = match request {
+                Ok((id, request)) => server
+                    .send_response(id, answer(request))
+                    .map_err(|err| format!("cannot answer a parameter request: {err:?}")),
+                Err(err) => Err(format!("cannot read a parameter request: {err:?}")),
+            };
+            if let Err(err) = sent {
+                log::warn!("{err}");
+            }
+            futures::future::ready(())
+        })
+        .await
 }
 
-/// Topic input: subscriptions feed the processing thread through the input queue.
-fn receive(
-    endpoint: &mut DdsEndpoint,
-    config: &Config,
-    node: &mut Node,
-    outputs: &DdsOutputs,
-    stop: futures::channel::oneshot::Receiver<()>,
-) -> Result<()> {
-    let mut subscriptions = Vec::new();
-    for (camera, name) in input_topics(config.matching.mode) {
-        let subscription = endpoint.subscription::<Image>(name, sensor_qos())?;
-        log::info!("subscribed to {}", endpoint.args().resolve(name));
-        subscriptions.push((*camera, subscription));
+/// The node over the embedded DDS stack.
+pub struct DdsTransport {
+    subscriptions: Vec<(Camera, ImageSubscription, Arc<InputQueue>)>,
+    parameter_services: Option<ParameterServices>,
+    // Dropped after the entities above: they deregister through its participant.
+    endpoint: DdsEndpoint,
+}
+
+impl DdsTransport {
+    /// Joins `domain_id` as the node `args` names.
+    pub fn new(args: RosArgs, domain_id: u16) -> Result<Self> {
+        Ok(Self {
+            subscriptions: Vec::new(),
+            parameter_services: None,
+            endpoint: DdsEndpoint::new(args, domain_id)?,
+        })
     }
-    let queue = InputQueue::new();
-    std::thread::scope(|scope| {
-        scope.spawn(|| node.run(&queue, outputs));
-        let receivers = subscriptions.iter().map(|(camera, subscription)| {
-            let queue = &queue;
-            let mut unreadable = Throttle::new(Duration::from_secs(2));
-            subscription.async_stream().for_each(move |received| {
-                match received {
-                    Ok((image, _info)) => queue.put(Frame {
-                        camera: *camera,
-                        image,
-                        received: Instant::now(),
-                    }),
-                    Err(err) => unreadable.warn(&format!("cannot read an image message: {err}")),
+}
+
+/// Feeds every message of `subscription` into `queue`, counting undecodable ones.
+async fn receive<M>(
+    camera: Camera,
+    subscription: &Subscription<M>,
+    queue: &InputQueue,
+    frame: fn(Camera, M) -> Frame,
+) where
+    M: RosMessage + 'static,
+{
+    subscription
+        .async_stream()
+        .for_each(|received| {
+            match received {
+                Ok((message, _info)) => queue.put(frame(camera, message)),
+                Err(err) => queue.unreadable(format!("cannot decode a {}: {err}", M::NAME)),
+            }
+            futures::future::ready(())
+        })
+        .await
+}
+
+impl Transport for DdsTransport {
+    type Outputs = DdsOutputs;
+
+    fn node_name(&self) -> String {
+        self.endpoint.args().fully_qualified_name()
+    }
+
+    fn outputs(&mut self, republish: bool) -> Result<DdsOutputs> {
+        let endpoint = &mut self.endpoint;
+        let image = match republish {
+            true => Some(endpoint.publisher("image", profile(qos::IMAGES_OUT))?),
+            false => None,
+        };
+        Ok(DdsOutputs {
+            features: endpoint.publisher("features", profile(qos::RESULTS))?,
+            matches: endpoint.publisher("matches", profile(qos::RESULTS))?,
+            diagnostics: endpoint.publisher("/diagnostics", profile(qos::RESULTS))?,
+            debug_image: endpoint.publisher("debug_image", profile(qos::IMAGES_OUT))?,
+            image,
+            debug_image_dds_topic: format!("rt{}", endpoint.args().resolve("debug_image")),
+            features_dds_topic: format!("rt{}", endpoint.args().resolve("features")),
+            participant: endpoint.participant(),
+            debug_wanted: Mutex::new(None),
+            features_reader_since: Mutex::new(None),
+        })
+    }
+
+    fn subscribe(
+        &mut self,
+        topics: &[(Camera, &str)],
+        transport: ImageTransport,
+        queue: Arc<InputQueue>,
+    ) -> Result<()> {
+        for (camera, name) in topics {
+            let topic = image_topic(name, transport);
+            let subscription = match transport {
+                ImageTransport::Raw => {
+                    ImageSubscription::Raw(self.endpoint.subscription(&topic, sensor_qos())?)
                 }
-                futures::future::ready(())
-            })
+                ImageTransport::Compressed => {
+                    ImageSubscription::Compressed(self.endpoint.subscription(&topic, sensor_qos())?)
+                }
+            };
+            log::info!("subscribed to {}", self.endpoint.args().resolve(&topic));
+            self.subscriptions
+                .push((*camera, subscription, queue.clone()));
+        }
+        Ok(())
+    }
+
+    fn serve_parameters(&mut self, parameters: Arc<LiveParameters>) -> Result<()> {
+        let endpoint = &mut self.endpoint;
+        self.parameter_services = Some(ParameterServices {
+            parameters,
+            events: endpoint.publisher("/parameter_events", profile(qos::PARAMETER_EVENTS))?,
+            list: endpoint.server::<rcl::ListParameters>("~/list_parameters")?,
+            get: endpoint.server::<rcl::GetParameters>("~/get_parameters")?,
+            types: endpoint.server::<rcl::GetParameterTypes>("~/get_parameter_types")?,
+            set: endpoint.server::<rcl::SetParameters>("~/set_parameters")?,
+            set_atomically: endpoint
+                .server::<rcl::SetParametersAtomically>("~/set_parameters_atomically")?,
+            describe: endpoint.server::<rcl::DescribeParameters>("~/describe_parameters")?,
         });
-        let receiving = futures::future::join_all(receivers);
-        futures::executor::block_on(futures::future::select(Box::pin(receiving), stop));
-        log::info!("shutting down");
-        queue.close();
-    });
-    Ok(())
+        Ok(())
+    }
+
+    fn spin(&mut self, shutdown: &Shutdown) -> Result<()> {
+        let mut tasks: Vec<futures::future::LocalBoxFuture<'_, ()>> = self
+            .subscriptions
+            .iter()
+            .map(|(camera, subscription, queue)| match subscription {
+                ImageSubscription::Raw(raw) => {
+                    receive(*camera, raw, queue, Frame::from_image).boxed_local()
+                }
+                ImageSubscription::Compressed(compressed) => {
+                    receive(*camera, compressed, queue, Frame::from_compressed).boxed_local()
+                }
+            })
+            .collect();
+        if let Some(services) = &self.parameter_services {
+            let parameters = &services.parameters;
+            tasks.extend([
+                answer_requests(&services.list, |q| parameters.list(&q)).boxed_local(),
+                answer_requests(&services.get, |q| parameters.get(&q)).boxed_local(),
+                answer_requests(&services.types, |q| parameters.types(&q)).boxed_local(),
+                answer_requests(&services.describe, |q| parameters.describe(&q)).boxed_local(),
+                answer_requests(&services.set, |q| {
+                    let (answer, events) = parameters.set(&q);
+                    services.announce(events);
+                    answer
+                })
+                .boxed_local(),
+                answer_requests(&services.set_atomically, |q| {
+                    let (answer, event) = parameters.set_atomically(&q);
+                    services.announce(event);
+                    answer
+                })
+                .boxed_local(),
+            ]);
+        }
+        // Subscriptions and services never end by themselves; with none, only the
+        // shutdown ends the wait.
+        let receiving = futures::future::join_all(tasks).then(|_| futures::future::pending::<()>());
+        futures::executor::block_on(futures::future::select(
+            Box::pin(receiving),
+            shutdown.requested(),
+        ));
+        Ok(())
+    }
 }

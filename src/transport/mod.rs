@@ -1,15 +1,65 @@
-//! Transports between the node runtime and ROS 2. They know nothing of CUDA or
-//! of extraction: they move `sensor_msgs/Image` in and the runtime's messages out.
+//! Transports between the node runtime and ROS 2. They know nothing of CUDA or of
+//! extraction: they subscribe the input topics into an [`InputQueue`], publish what
+//! [`Outputs`] is given, and serve the node's services while [`Transport::spin`] runs.
 
 pub mod args;
 #[cfg(feature = "dds")]
 pub mod dds;
+pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;
+#[cfg(any(feature = "dds", feature = "r2r"))]
+mod shutdown;
 
 pub use args::RosArgs;
+#[cfg(any(feature = "dds", feature = "r2r"))]
+pub use shutdown::{Reason, Shutdown};
 
+#[cfg(any(feature = "dds", feature = "r2r"))]
+use std::sync::Arc;
+
+use crate::config::ImageTransport;
 use crate::error::{Error, Result};
+#[cfg(any(feature = "dds", feature = "r2r"))]
+use crate::node::{Camera, InputQueue, LiveParameters, Outputs};
+
+/// What the node runtime needs from a ROS 2 transport.
+#[cfg(any(feature = "dds", feature = "r2r"))]
+pub trait Transport {
+    type Outputs: Outputs + Send;
+
+    /// The node's fully qualified name, `/namespace/name`.
+    fn node_name(&self) -> String;
+
+    /// The node's publishers; with `republish`, also `image` for the frames a camera
+    /// input captures.
+    fn outputs(&mut self, republish: bool) -> Result<Self::Outputs>;
+
+    /// Subscribes each of `topics` (names relative to the node's namespace, before
+    /// `transport` adds its suffix); every message received goes into `queue`, and one
+    /// that cannot be decoded is counted there.
+    fn subscribe(
+        &mut self,
+        topics: &[(Camera, &str)],
+        transport: ImageTransport,
+        queue: Arc<InputQueue>,
+    ) -> Result<()>;
+
+    /// Serves the ROS parameter services under the node's name (`ros2 param`) from
+    /// `parameters`, and publishes accepted changes on `/parameter_events`.
+    fn serve_parameters(&mut self, parameters: Arc<LiveParameters>) -> Result<()>;
+
+    /// Delivers messages and serves requests until a shutdown is requested.
+    fn spin(&mut self, shutdown: &Shutdown) -> Result<()>;
+}
+
+/// The topic `name` carries images on with `transport`, as `image_transport` names it.
+pub fn image_topic(name: &str, transport: ImageTransport) -> String {
+    match transport {
+        ImageTransport::Raw => name.to_string(),
+        ImageTransport::Compressed => format!("{name}/compressed"),
+    }
+}
 
 /// The DDS domain from `ROS_DOMAIN_ID` (0 when unset), as every ROS 2 process reads it.
 pub fn domain_id_from_env() -> Result<u16> {

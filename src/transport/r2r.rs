@@ -2,16 +2,26 @@
 //! rcl itself handles `--ros-args` (names, remapping, parameter files); images
 //! arrive and results leave as raw CDR, coded by [`crate::msgs`] as over DDS.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::{ParameterValue, PublisherUntyped, QosProfile};
+use r2r::{
+    ParameterValue, PublisherUntyped, QosProfile, WrappedServiceTypeSupport, WrappedTypesupport,
+};
 
-use crate::config::Config;
+use super::qos::{self, Qos};
+use super::{image_topic, Shutdown, Transport};
+use crate::config::{Config, ImageTransport};
 use crate::error::{Error, Result};
-use crate::msgs::{self, DiagnosticArray, Image, RosMessage};
-use crate::node::{input_topics, open_camera, CameraInput, Frame, InputQueue, Node, Outputs};
+use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
+use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
+use crate::node::{Camera, Frame, InputQueue, LiveParameters, Outputs};
+
+/// How long one round of the rcl wait set blocks: the shutdown flag is seen this fast.
+const SPIN_PERIOD: Duration = Duration::from_millis(20);
 
 fn rcl_error(what: impl Into<String>) -> impl FnOnce(r2r::Error) -> Error {
     let what = what.into();
@@ -24,6 +34,15 @@ fn rcl_error(what: impl Into<String>) -> impl FnOnce(r2r::Error) -> Error {
 /// `package/msg/Name`, the form rcl type support is looked up by.
 fn rcl_type<M: RosMessage>() -> String {
     format!("{}/msg/{}", M::PACKAGE, M::NAME)
+}
+
+/// `qos` as r2r takes it.
+fn profile(qos: Qos) -> QosProfile {
+    let profile = QosProfile::default().keep_last(qos.depth);
+    match qos.reliability {
+        qos::Reliability::Reliable => profile.reliable(),
+        qos::Reliability::BestEffort => profile.best_effort(),
+    }
 }
 
 /// A parameter as the `name=value` override [`Config::load`] takes.
@@ -39,7 +58,7 @@ fn override_of(name: &str, value: &ParameterValue) -> Option<String> {
     Some(format!("{name}={text}"))
 }
 
-struct RclOutputs {
+pub struct RclOutputs {
     features: PublisherUntyped,
     matches: PublisherUntyped,
     diagnostics: PublisherUntyped,
@@ -87,130 +106,217 @@ impl Outputs for RclOutputs {
     }
 }
 
-/// Runs the node under rcl until the context shuts down, or until the end of a video
-/// file (camera input without `input.loop`); returns early only on a start-up error.
-/// Parameters come from rcl (`--params-file`, `-p`).
-pub fn run(default_node_name: &str) -> Result<()> {
-    let context = r2r::Context::create().map_err(rcl_error("cannot initialise rcl"))?;
-    let mut ros = r2r::Node::create(context.clone(), default_node_name, "")
-        .map_err(rcl_error("cannot create the ROS node"))?;
-    let overrides: Vec<String> = {
-        let params = ros.params.lock().unwrap_or_else(|p| p.into_inner());
-        params
-            .iter()
-            .filter(|(name, _)| name.as_str() != "use_sim_time")
-            .filter_map(|(name, p)| override_of(name, &p.value))
-            .collect()
-    };
-    let config = Config::load(None, &overrides)?;
-    let name = ros
-        .fully_qualified_name()
-        .map_err(rcl_error("cannot read the node name"))?;
-    let node = Node::new(&name, config.clone())?;
-    let camera = open_camera(&config)?;
-    let image = match &camera {
-        Some(_) if config.input.publish_image => Some(
-            ros.create_publisher_untyped(
-                "image",
-                &rcl_type::<Image>(),
-                QosProfile::sensor_data().keep_last(5),
-            )
-            .map_err(rcl_error("cannot publish image"))?,
-        ),
-        _ => None,
-    };
-
-    let results = QosProfile::default().keep_last(10);
-    let outputs = RclOutputs {
-        features: ros
-            .create_publisher_untyped("features", &rcl_type::<msgs::Features>(), results.clone())
-            .map_err(rcl_error("cannot publish features"))?,
-        matches: ros
-            .create_publisher_untyped("matches", &rcl_type::<msgs::Matches>(), results.clone())
-            .map_err(rcl_error("cannot publish matches"))?,
-        diagnostics: ros
-            .create_publisher_untyped("/diagnostics", &rcl_type::<DiagnosticArray>(), results)
-            .map_err(rcl_error("cannot publish diagnostics"))?,
-        debug_image: ros
-            .create_publisher_untyped(
-                "debug_image",
-                &rcl_type::<Image>(),
-                QosProfile::sensor_data().keep_last(5),
-            )
-            .map_err(rcl_error("cannot publish debug_image"))?,
-        image,
-    };
-    match camera {
-        Some(camera) => capture(camera, node, outputs, &context, &mut ros),
-        None => receive(&config, node, outputs, &context, &mut ros),
-    }
+/// The node under rcl.
+pub struct RclTransport {
+    context: r2r::Context,
+    node: r2r::Node,
+    /// Runs the subscriptions' consumers between rounds of the wait set.
+    pool: LocalPool,
 }
 
-/// Camera input: a processing thread captures too; ends at the end of the stream.
-fn capture(
-    camera: CameraInput,
-    mut node: Node,
-    outputs: RclOutputs,
-    context: &r2r::Context,
-    ros: &mut r2r::Node,
-) -> Result<()> {
-    let stopping = std::sync::Arc::new(AtomicBool::new(false));
-    let worker_stopping = stopping.clone();
-    let worker = std::thread::spawn(move || camera.run(&mut node, &outputs, &worker_stopping));
-    while context.is_valid() && !worker.is_finished() {
-        ros.spin_once(Duration::from_millis(20));
+impl RclTransport {
+    /// Initialises rcl from the process arguments and creates the node; returns it
+    /// with the configuration its parameters (`--params-file`, `-p`) give.
+    pub fn create(default_node_name: &str) -> Result<(Self, Config)> {
+        let context = r2r::Context::create().map_err(rcl_error("cannot initialise rcl"))?;
+        let node = r2r::Node::create(context.clone(), default_node_name, "")
+            .map_err(rcl_error("cannot create the ROS node"))?;
+        let overrides: Vec<String> = {
+            let params = node.params.lock().unwrap_or_else(|p| p.into_inner());
+            params
+                .iter()
+                .filter(|(name, _)| name.as_str() != "use_sim_time")
+                .filter_map(|(name, p)| override_of(name, &p.value))
+                .collect()
+        };
+        let config = Config::load(None, &overrides)?;
+        let transport = Self {
+            context,
+            node,
+            pool: LocalPool::new(),
+        };
+        Ok((transport, config))
     }
-    stopping.store(true, Ordering::Relaxed);
-    worker
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
 
-/// Topic input: subscriptions feed a processing thread through the input queue.
-fn receive(
-    config: &Config,
-    mut node: Node,
-    outputs: RclOutputs,
-    context: &r2r::Context,
-    ros: &mut r2r::Node,
-) -> Result<()> {
-    let queue = std::sync::Arc::new(InputQueue::new());
-    let mut pool = futures::executor::LocalPool::new();
-    for (camera, topic) in input_topics(config.matching.mode) {
-        let camera = *camera;
-        let stream = ros
-            .subscribe_raw(
-                topic,
-                &rcl_type::<Image>(),
-                QosProfile::sensor_data().keep_last(5),
-            )
-            .map_err(rcl_error(format!("cannot subscribe to {topic}")))?;
-        let queue = queue.clone();
-        let consume = stream.for_each(move |bytes| {
-            match msgs::decode::<Image>(&bytes) {
-                Ok(image) => queue.put(Frame {
-                    camera,
-                    image,
-                    received: Instant::now(),
-                }),
-                Err(err) => log::warn!("cannot decode an image message: {err}"),
+    fn publisher<M: RosMessage>(&mut self, topic: &str, qos: Qos) -> Result<PublisherUntyped> {
+        self.node
+            .create_publisher_untyped(topic, &rcl_type::<M>(), profile(qos))
+            .map_err(rcl_error(format!("cannot publish {topic}")))
+    }
+
+    fn spawn(&self, task: impl futures::Future<Output = ()> + 'static, what: &str) -> Result<()> {
+        self.pool
+            .spawner()
+            .spawn_local(task)
+            .map_err(|source| Error::Transport {
+                what: format!("cannot start {what}"),
+                source: Box::new(source),
+            })
+    }
+
+    /// Serves `service` (r2r's type `R`, ours `S`) as `answer` says. r2r's messages
+    /// and ours meet as CDR, the form both serialise to.
+    fn serve<R, S>(
+        &mut self,
+        service: &str,
+        answer: impl Fn(S::Request) -> S::Response + 'static,
+    ) -> Result<()>
+    where
+        R: WrappedServiceTypeSupport + 'static,
+        S: Service,
+    {
+        let name = format!(
+            "{}/{service}",
+            self.node.name().map_err(rcl_error("no node name"))?
+        );
+        let requests = self
+            .node
+            .create_service::<R>(&name, profile(qos::SERVICES))
+            .map_err(rcl_error(format!("cannot serve {name}")))?;
+        let serving = requests.for_each(move |request| {
+            let response = request
+                .message
+                .to_serialized_bytes()
+                .map_err(|err| err.to_string())
+                .and_then(|bytes| msgs::decode::<S::Request>(&bytes).map_err(|e| e.to_string()))
+                .and_then(|request| msgs::encode(&answer(request)).map_err(|e| e.to_string()))
+                .and_then(|bytes| {
+                    R::Response::from_serialized_bytes(&bytes).map_err(|e| e.to_string())
+                });
+            let sent =
+                response.and_then(|response| request.respond(response).map_err(|e| e.to_string()));
+            if let Err(err) = sent {
+                log::warn!("cannot answer a parameter request: {err}");
             }
             futures::future::ready(())
         });
-        futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), consume).map_err(|source| {
-            Error::Transport {
-                what: format!("cannot start the {topic} reader"),
-                source: Box::new(source),
+        self.spawn(serving, &name)
+    }
+
+    /// Feeds every message on `topic` into `queue` as `frame` makes it, counting
+    /// undecodable ones.
+    fn receive<M: RosMessage>(
+        &mut self,
+        camera: Camera,
+        topic: &str,
+        queue: Arc<InputQueue>,
+        frame: fn(Camera, M) -> Frame,
+    ) -> Result<()> {
+        let stream = self
+            .node
+            .subscribe_raw(topic, &rcl_type::<M>(), profile(qos::IMAGES_IN))
+            .map_err(rcl_error(format!("cannot subscribe to {topic}")))?;
+        let consume = stream.for_each(move |bytes| {
+            match msgs::decode::<M>(&bytes) {
+                Ok(message) => queue.put(frame(camera, message)),
+                Err(err) => queue.unreadable(err.to_string()),
             }
-        })?;
+            futures::future::ready(())
+        });
+        self.spawn(consume, &format!("the {topic} reader"))
     }
-    let worker_queue = queue.clone();
-    let worker = std::thread::spawn(move || node.run(&worker_queue, &outputs));
-    while context.is_valid() {
-        ros.spin_once(Duration::from_millis(20));
-        pool.run_until_stalled();
+}
+
+impl Transport for RclTransport {
+    type Outputs = RclOutputs;
+
+    fn node_name(&self) -> String {
+        self.node
+            .fully_qualified_name()
+            .unwrap_or_else(|_| "orbsift".into())
     }
-    queue.close();
-    let _ = worker.join();
-    Ok(())
+
+    fn outputs(&mut self, republish: bool) -> Result<RclOutputs> {
+        let image = match republish {
+            true => Some(self.publisher::<Image>("image", qos::IMAGES_OUT)?),
+            false => None,
+        };
+        Ok(RclOutputs {
+            features: self.publisher::<msgs::Features>("features", qos::RESULTS)?,
+            matches: self.publisher::<msgs::Matches>("matches", qos::RESULTS)?,
+            diagnostics: self.publisher::<DiagnosticArray>("/diagnostics", qos::RESULTS)?,
+            debug_image: self.publisher::<Image>("debug_image", qos::IMAGES_OUT)?,
+            image,
+        })
+    }
+
+    fn subscribe(
+        &mut self,
+        topics: &[(Camera, &str)],
+        transport: ImageTransport,
+        queue: Arc<InputQueue>,
+    ) -> Result<()> {
+        for (camera, name) in topics {
+            let topic = image_topic(name, transport);
+            match transport {
+                ImageTransport::Raw => {
+                    self.receive::<Image>(*camera, &topic, queue.clone(), Frame::from_image)?
+                }
+                ImageTransport::Compressed => self.receive::<CompressedImage>(
+                    *camera,
+                    &topic,
+                    queue.clone(),
+                    Frame::from_compressed,
+                )?,
+            }
+            log::info!("subscribed to {topic}");
+        }
+        Ok(())
+    }
+
+    fn serve_parameters(&mut self, parameters: Arc<LiveParameters>) -> Result<()> {
+        use r2r::rcl_interfaces::srv;
+        let events =
+            Arc::new(self.publisher::<ParameterEvent>("/parameter_events", qos::PARAMETER_EVENTS)?);
+        let announce = move |event: ParameterEvent| {
+            if let Err(err) = publish(&events, &event) {
+                log::warn!("{err}");
+            }
+        };
+        let p = parameters.clone();
+        self.serve::<srv::ListParameters::Service, rcl::ListParameters>(
+            "list_parameters",
+            move |q| p.list(&q),
+        )?;
+        let p = parameters.clone();
+        self.serve::<srv::GetParameters::Service, rcl::GetParameters>(
+            "get_parameters",
+            move |q| p.get(&q),
+        )?;
+        let p = parameters.clone();
+        self.serve::<srv::GetParameterTypes::Service, rcl::GetParameterTypes>(
+            "get_parameter_types",
+            move |q| p.types(&q),
+        )?;
+        let p = parameters.clone();
+        self.serve::<srv::DescribeParameters::Service, rcl::DescribeParameters>(
+            "describe_parameters",
+            move |q| p.describe(&q),
+        )?;
+        let (p, tell) = (parameters.clone(), announce.clone());
+        self.serve::<srv::SetParameters::Service, rcl::SetParameters>(
+            "set_parameters",
+            move |q| {
+                let (answer, events) = p.set(&q);
+                events.into_iter().for_each(&tell);
+                answer
+            },
+        )?;
+        self.serve::<srv::SetParametersAtomically::Service, rcl::SetParametersAtomically>(
+            "set_parameters_atomically",
+            move |q| {
+                let (answer, event) = parameters.set_atomically(&q);
+                event.into_iter().for_each(&announce);
+                answer
+            },
+        )
+    }
+
+    fn spin(&mut self, shutdown: &Shutdown) -> Result<()> {
+        while !shutdown.is_requested() && self.context.is_valid() {
+            self.node.spin_once(SPIN_PERIOD);
+            self.pool.run_until_stalled();
+        }
+        Ok(())
+    }
 }

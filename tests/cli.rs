@@ -421,6 +421,25 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
             "--iterations",
         ),
         (
+            vec![
+                "bench".into(),
+                "--backend".into(),
+                "cpu".into(),
+                "--no-graph".into(),
+            ],
+            "--no-graph",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--backend".into(),
+                "cpu".into(),
+                "--sm-limit".into(),
+                "8".into(),
+            ],
+            "--sm-limit",
+        ),
+        (
             vec!["config".into(), "--config".into(), bad_yaml.clone()],
             bad_yaml.as_str(),
         ),

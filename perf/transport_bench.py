@@ -270,6 +270,12 @@ def run_case(args, case, domain, frame_files):
     except (IndexError, json.JSONDecodeError):
         row["error"] = (published.stderr or published.stdout)[-400:]
     received = observer.value("frames_received")
+    if received is None:
+        # A node from before `frames_received`: everything it received was processed,
+        # dropped (replaced by a newer frame) or rejected.
+        counts = [observer.value(k) for k in
+                  ("frames_processed", "frames_dropped", "frames_rejected")]
+        received = sum(int(c) for c in counts) if None not in counts else None
     row["received"] = int(received) if received is not None else None
     row["stack_lost"] = observer.value("frames_lost_in_stack")
     row["features"] = len(observer.latencies)

@@ -8,6 +8,10 @@ pub mod dds;
 pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;
+#[cfg(feature = "dds")]
+mod receive_buffer;
+#[cfg(feature = "dds")]
+mod sequence_gaps;
 #[cfg(any(feature = "dds", feature = "r2r"))]
 mod shutdown;
 

@@ -5,6 +5,8 @@
 pub mod args;
 #[cfg(feature = "dds")]
 pub mod dds;
+#[cfg(any(feature = "dds", feature = "r2r"))]
+pub mod priority;
 pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;

@@ -320,32 +320,35 @@ impl DdsTransport {
 }
 
 /// Feeds every message of `subscription` into `queue`, counting undecodable ones and
-/// the ones the stack skipped.
+/// the ones the stack skipped, until `shutdown` is requested.
 async fn receive<M>(
     camera: Camera,
     subscription: &Subscription<M>,
     queue: &InputQueue,
     frame: fn(Camera, M) -> Frame,
+    shutdown: &Shutdown,
 ) where
     M: RosMessage + 'static,
 {
     let mut gaps = SequenceGaps::<Gid>::default();
-    subscription
-        .async_stream()
-        .for_each(|received| {
-            match received {
-                Ok((message, info)) => {
-                    let skipped = gaps.observe(&info.publisher_gid(), info.sequence_number());
-                    if skipped > 0 {
-                        queue.lost_in_stack(skipped);
-                    }
-                    queue.put(frame(camera, message))
+    let mut messages = std::pin::pin!(subscription.async_stream());
+    // Under a flood the stream is always ready and never yields to the executor: the
+    // stop request is looked at after every message, not only when the stream waits.
+    while let Some(received) = messages.next().await {
+        match received {
+            Ok((message, info)) => {
+                let skipped = gaps.observe(&info.publisher_gid(), info.sequence_number());
+                if skipped > 0 {
+                    queue.lost_in_stack(skipped);
                 }
-                Err(err) => queue.unreadable(format!("cannot decode a {}: {err}", M::NAME)),
+                queue.put(frame(camera, message))
             }
-            futures::future::ready(())
-        })
-        .await
+            Err(err) => queue.unreadable(format!("cannot decode a {}: {err}", M::NAME)),
+        }
+        if shutdown.is_requested() {
+            break;
+        }
+    }
 }
 
 impl Transport for DdsTransport {
@@ -420,10 +423,11 @@ impl Transport for DdsTransport {
             .iter()
             .map(|(camera, subscription, queue)| match subscription {
                 ImageSubscription::Raw(raw) => {
-                    receive(*camera, raw, queue, Frame::from_image).boxed_local()
+                    receive(*camera, raw, queue, Frame::from_image, shutdown).boxed_local()
                 }
                 ImageSubscription::Compressed(compressed) => {
-                    receive(*camera, compressed, queue, Frame::from_compressed).boxed_local()
+                    receive(*camera, compressed, queue, Frame::from_compressed, shutdown)
+                        .boxed_local()
                 }
             })
             .collect();

@@ -59,6 +59,9 @@ mod serve {
         std::thread::scope(|scope| {
             let (node, source) = (&mut node, &mut source);
             let worker = scope.spawn(move || {
+                if let Err(err) = orbsift::transport::priority::yield_to_transport() {
+                    log::warn!("the processing thread keeps its priority: {err}");
+                }
                 let ran = node.run(source.as_mut(), &outputs, shutdown.flag());
                 shutdown.request(Reason::InputEnded);
                 ran

@@ -63,6 +63,16 @@ if grep -q -r --include='*__rosidl_generator_pyExport.cmake' /opt/python/ "$venv
     exit 1
 fi
 
+# The wheels ship no librmw_implementation.so, the library that picks a middleware at run
+# time: their librcl.so links the one middleware they carry, librmw_fastrtps_cpp.so,
+# directly. r2r links `-lrmw_implementation` (in its build script and in every binary), so
+# the prefix gets a linker script of that name that links that same middleware: binaries
+# then depend on librmw_fastrtps_cpp.so exactly as the wheels' librcl.so does. Only the
+# linker reads it; nothing loads it at run time.
+if [ ! -e "$venv/lib/librmw_implementation.so" ]; then
+    echo 'INPUT(-lrmw_fastrtps_cpp)' >"$venv/lib/librmw_implementation.so"
+fi
+
 # --- .ros/setup.bash -------------------------------------------------------------
 # The wheels set no ROS_DISTRO and ship no setup script; this one does what
 # /opt/ros/jazzy/setup.bash does for an apt install, then adds the orbsift_msgs workspace.

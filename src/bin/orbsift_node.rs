@@ -114,9 +114,21 @@ fn start(_args: &[String]) -> Result<()> {
     ))
 }
 
+/// What is logged unless `RUST_LOG` says otherwise.
+fn default_log_filter() -> &'static str {
+    // Outside a ROS environment ROS_DISTRO is unset, which is normal for the embedded DDS
+    // node; ros2-client would warn about it on every start. Only that check logs from
+    // `ros2_client::distributions`, so with ROS_DISTRO set (a distro mismatch) it still warns.
+    if std::env::var_os("ROS_DISTRO").is_some() {
+        "info,rustdds=warn,ros2_client=warn"
+    } else {
+        "info,rustdds=warn,ros2_client=warn,ros2_client::distributions=error"
+    }
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,rustdds=warn,ros2_client=warn"),
+        env_logger::Env::default().default_filter_or(default_log_filter()),
     )
     .init();
     let args: Vec<String> = std::env::args().skip(1).collect();

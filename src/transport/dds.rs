@@ -70,13 +70,13 @@ impl DdsEndpoint {
         if let Some(warning) = &buffer.warning {
             log::warn!("{warning}");
         }
-        let joined = DomainParticipantBuilder::new(domain_id)
+        let cannot_join = format!("cannot join DDS domain {domain_id}");
+        let participant = DomainParticipantBuilder::new(domain_id)
             .socket_receive_buffer_size(buffer.request)
             .build()
-            .and_then(Context::from_domain_participant);
-        let context = joined.map_err(transport_error(format!(
-            "cannot join DDS domain {domain_id}"
-        )))?;
+            .map_err(transport_error(cannot_join.clone()))?;
+        let context =
+            Context::from_domain_participant(participant).map_err(transport_error(cannot_join))?;
         let node_name = NodeName::new(&args.namespace, &args.node_name).map_err(|err| {
             Error::RosArgs(format!(
                 "invalid node name {}: {err:?}",

@@ -43,7 +43,10 @@ fn rclpy_peer(scenario: &str, namespace: &str, name: &str, domain: &str) -> Valu
     ];
     let report = run_ros_peer("rclpy_peer.py", &args, domain, Duration::from_secs(180));
     eprintln!("rclpy_peer.py {scenario}: {report}");
-    assert_eq!(report["node_found"], true, "rclpy did not find the node: {report}");
+    assert_eq!(
+        report["node_found"], true,
+        "rclpy did not find the node: {report}"
+    );
     report
 }
 
@@ -141,7 +144,13 @@ fn stereo_pairs_from_rclpy_are_matched_consistently_with_the_disparity() {
 fn rclpy_parameter_client_lists_gets_describes_and_sets_parameters() {
     let domain = domain(2);
     let _node = start_node(
-        &["--ros-args", "-p", "backend:=cpu", "-p", "orb.n_features:=1000"],
+        &[
+            "--ros-args",
+            "-p",
+            "backend:=cpu",
+            "-p",
+            "orb.n_features:=1000",
+        ],
         &domain,
     );
     let report = rclpy_peer("parameters", "/", "orbsift", &domain);
@@ -258,7 +267,11 @@ fn every_output_reaches_default_and_sensor_data_subscribers() {
     for profile in ["default", "sensor_data"] {
         // Loopback, one frame at a time: nothing is lost, even best effort.
         assert_eq!(received["features"][profile], sent, "{profile}: {received}");
-        assert_eq!(received["matches"][profile], sent - 1, "{profile}: {received}");
+        assert_eq!(
+            received["matches"][profile],
+            sent - 1,
+            "{profile}: {received}"
+        );
         assert!(
             received["/diagnostics"][profile].as_u64().unwrap() >= 1,
             "{profile}: {received}"
@@ -289,8 +302,7 @@ fn compressed_jpeg_and_png_from_rclpy_become_features() {
     );
     let report = rclpy_peer("compressed", "/", "orbsift", &domain);
     let jpeg = image::open(test_data("leuvenA.jpg")).unwrap();
-    for (case, (width, height)) in [("jpeg", (jpeg.width(), jpeg.height())), ("png", (640, 480))]
-    {
+    for (case, (width, height)) in [("jpeg", (jpeg.width(), jpeg.height())), ("png", (640, 480))] {
         let f = &report["good"][case];
         assert_eq!(f["width"], width, "{case}: {f}");
         assert_eq!(f["height"], height, "{case}: {f}");

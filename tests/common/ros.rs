@@ -128,12 +128,16 @@ pub fn run_ros_peer(script: &str, args: &[&OsStr], domain: &str, timeout: Durati
 pub fn write_raw_frames(dir: &Path, names: &[&str]) {
     let mut index = serde_json::Map::new();
     for name in names {
-        let decoded = image::open(super::peer::test_data(name))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let decoded =
+            image::open(super::peer::test_data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (width, height) = (decoded.width(), decoded.height());
         for (key, encoding, pixels) in [
             (name.to_string(), "rgb8", decoded.to_rgb8().into_raw()),
-            (format!("{name}.gray"), "mono8", decoded.to_luma8().into_raw()),
+            (
+                format!("{name}.gray"),
+                "mono8",
+                decoded.to_luma8().into_raw(),
+            ),
         ] {
             let file = format!("{key}.{encoding}");
             std::fs::write(dir.join(&file), pixels).expect("write raw frame");

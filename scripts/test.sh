@@ -18,6 +18,9 @@ cargo test --all-targets
 # The r2r transport links only against a ROS 2 install: type-check it without one.
 cargo check --features r2r,r2r/doc-only
 cargo test --doc
+# The README's library example runs and finds matches on the graffiti pair.
+cargo run --quiet --example match_pair -- tests/data/graf1.png tests/data/graf3.png |
+    grep -E '^[0-9]+ and [0-9]+ keypoints, [1-9][0-9]* matches$'
 # Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
 # needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
 bash scripts/kernels-check.sh target/debug/orbsift

@@ -25,8 +25,8 @@ mod serve {
     use orbsift::{Config, Result};
 
     /// After the end of a file the writers stay this long: a reader that lost a sample of
-    /// the last frames gets it repaired on the writer's next heartbeat, which an exiting
-    /// node would no longer send.
+    /// the last frames (or the final totals on `/diagnostics`) gets it repaired on the
+    /// writer's next heartbeat, which an exiting node would no longer send.
     const END_OF_INPUT_LINGER: Duration = Duration::from_secs(1);
 
     /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
@@ -59,6 +59,9 @@ mod serve {
         std::thread::scope(|scope| {
             let (node, source) = (&mut node, &mut source);
             let worker = scope.spawn(move || {
+                if let Err(err) = orbsift::transport::priority::yield_to_transport() {
+                    log::warn!("the processing thread keeps its priority: {err}");
+                }
                 let ran = node.run(source.as_mut(), &outputs, shutdown.flag());
                 shutdown.request(Reason::InputEnded);
                 ran

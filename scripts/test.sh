@@ -9,6 +9,9 @@ cd "$root"
 bash scripts/setup.sh
 # setup.sh may have installed Rust in this run.
 export PATH="$HOME/.cargo/bin:$PATH"
+# ROS 2 Jazzy from PyPI wheels with orbsift_msgs (.ros/, built once, then reused): the
+# rclpy peer tests that `cargo test` runs source .ros/setup.bash, and test-ros.sh builds on it.
+bash scripts/setup-ros.sh
 
 set -x
 cargo fmt --check
@@ -20,6 +23,5 @@ cargo test --doc
 # Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
 # needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
 bash scripts/kernels-check.sh target/debug/orbsift
-# The r2r transport built, linked, installed with colcon and launched, against ROS 2
-# Jazzy from PyPI wheels (scripts/setup-ros.sh, cached in .ros/).
+# The r2r transport built, linked, installed with colcon and launched against that prefix.
 bash scripts/test-ros.sh

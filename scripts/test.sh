@@ -25,6 +25,6 @@ cargo run --quiet --example match_pair -- tests/data/graf1.png tests/data/graf3.
     grep -E '^[0-9]+ and [0-9]+ keypoints, [1-9][0-9]* matches$'
 # Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
 # needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
-bash scripts/kernels-check.sh target/debug/orbsift
+bash scripts/kernels-check.sh "${CARGO_TARGET_DIR:-target}/debug/orbsift"
 # The r2r transport built, linked, installed with colcon and launched against that prefix.
 bash scripts/test-ros.sh

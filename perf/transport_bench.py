@@ -11,19 +11,20 @@ Publishers:
   cyclone         Eclipse Cyclone DDS (the `cyclonedds` package of .venv)
   fastdds         rclpy with Fast DDS, default profile (needs a ROS prefix: --ros-setup)
   fastdds-udp     the same with shared memory off (FASTDDS_BUILTIN_TRANSPORTS=UDPv4)
+  fastdds-large   the same with config/fastdds-large-data.xml (not in the default set)
 
-Run (a few minutes; the node binary is built first):
-  cargo build --bin orbsift_node
-  .venv/bin/python perf/transport_bench.py --node target/debug/orbsift_node \
-      --ros-setup .ros/setup.bash
-A release build gives the numbers perf/RESULTS.md reports (`--node target/release/...`).
+Run (a few minutes per receive-buffer ceiling; the node binary is built first):
+  cargo build --release --bin orbsift_node
+  .venv/bin/python perf/transport_bench.py --rmem-max 4194304 33554432
+`--rmem-max` runs every case under each `net.core.rmem_max` (as root; the machine's own
+value is put back at the end); without it the cases run under the machine's ceiling.
 """
 
 import argparse
 import json
+import math
 import os
 import signal
-import statistics
 import struct
 import subprocess
 import sys
@@ -35,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SIZES = {"1080p": (1920, 1080, 30.0), "4k": (3840, 2160, 10.0)}
 PUBLISHERS = ["cyclone", "fastdds", "fastdds-udp"]
+PUBLISHERS_OPTIONAL = ["fastdds-large"]
 QOS = ["best_effort", "reliable"]
 # After the last frame: the node answers it and publishes diagnostics (every second).
 DRAIN_SECONDS = 3.0
@@ -48,6 +50,19 @@ def frame_bytes(width, height):
     return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR).tobytes()
 
 
+RMEM_MAX = "/proc/sys/net/core/rmem_max"
+
+
+def rmem_max():
+    with open(RMEM_MAX) as ceiling:
+        return int(ceiling.read())
+
+
+def set_rmem_max(value):
+    with open(RMEM_MAX, "w") as ceiling:
+        ceiling.write(str(value))
+
+
 def udp_rcvbuf_errors():
     with open("/proc/net/snmp") as snmp:
         rows = [line.split() for line in snmp if line.startswith("Udp:")]
@@ -58,6 +73,12 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values, rank):
+    """Nearest-rank percentile: a value that was measured, never below a lower rank's."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
 
 
 def load_average():
@@ -250,6 +271,9 @@ def run_case(args, case, domain, frame_files):
     publisher_env = dict(env)
     if case.publisher == "fastdds-udp":
         publisher_env["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
+    if case.publisher == "fastdds-large":
+        publisher_env["FASTRTPS_DEFAULT_PROFILES_FILE"] = os.path.join(
+            ROOT, "config", "fastdds-large-data.xml")
     command += ["publish", "--stack", "cyclone" if case.publisher == "cyclone" else "rclpy",
                 "--qos", case.qos, "--frame", frame_files[case.size], "--width", str(width),
                 "--height", str(height), "--rate", str(rate), "--frames", str(frames),
@@ -264,7 +288,7 @@ def run_case(args, case, domain, frame_files):
     errors = udp_rcvbuf_errors() - errors_before
     time.sleep(1.2)  # one more diagnostics report after the drain
     row = {"publisher": case.publisher, "size": case.size, "qos": case.qos,
-           "rate": rate, "load": load}
+           "rate": rate, "load": load, "rmem_max": rmem_max()}
     try:
         row.update(json.loads(published.stdout.strip().splitlines()[-1]))
     except (IndexError, json.JSONDecodeError):
@@ -280,8 +304,8 @@ def run_case(args, case, domain, frame_files):
     row["stack_lost"] = observer.value("frames_lost_in_stack")
     row["features"] = len(observer.latencies)
     if observer.latencies:
-        row["p50_ms"] = statistics.median(observer.latencies)
-        row["p99_ms"] = sorted(observer.latencies)[int(0.99 * (len(observer.latencies) - 1))]
+        row["p50_ms"] = percentile(observer.latencies, 50)
+        row["p99_ms"] = percentile(observer.latencies, 99)
     row["node_cpu_pct"] = 100.0 * cpu / wall
     row["rcvbuf_errors"] = errors
     observer.close()
@@ -298,18 +322,20 @@ def run_case(args, case, domain, frame_files):
 
 
 def table(rows):
-    lines = ["| publisher | size @ Hz | QoS | sent | received | lost in transport | Features "
-             "| stamp→Features p50 / p99 ms | node CPU | RcvbufErrors | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| rmem_max | publisher | size @ Hz | QoS | sent | received | lost in transport "
+             "| lost in stack | Features | stamp→Features p50 / p99 ms | node CPU "
+             "| RcvbufErrors | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "lost" not in r:
-            lines.append(f"| {r['publisher']} | {r['size']} @ {r['rate']:g} | {r['qos']} | "
-                         f"error: {r.get('error', '?')!r} |")
+            lines.append(f"| {r['rmem_max'] >> 20} MiB | {r['publisher']} | {r['size']} @ "
+                         f"{r['rate']:g} | {r['qos']} | error: {r.get('error', '?')!r} |")
             continue
         latency = (f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}" if "p50_ms" in r else "—")
         lines.append(
-            f"| {r['publisher']} | {r['size']} @ {r['rate']:g} | {r['qos']} | {r['sent']} | "
-            f"{r['received']} | {r['lost']} ({r['lost_pct']:.1f} %) | {r['features']} | "
+            f"| {r['rmem_max'] >> 20} MiB | {r['publisher']} | {r['size']} @ {r['rate']:g} | "
+            f"{r['qos']} | {r['sent']} | {r['received']} | {r['lost']} ({r['lost_pct']:.1f} %) "
+            f"| {r['stack_lost']} | {r['features']} | "
             f"{latency} | {r['node_cpu_pct']:.0f} % | {r['rcvbuf_errors']} | {r['load']:.1f} |")
     return "\n".join(lines)
 
@@ -329,7 +355,8 @@ def main():
                                                        "orbsift_node"))
     parser.add_argument("--ros-setup", default=os.path.join(ROOT, ".ros", "setup.bash"),
                         help="bash file that puts rclpy on the path (fastdds publishers)")
-    parser.add_argument("--publishers", nargs="+", choices=PUBLISHERS, default=PUBLISHERS)
+    parser.add_argument("--publishers", nargs="+", choices=PUBLISHERS + PUBLISHERS_OPTIONAL,
+                        default=PUBLISHERS)
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
     parser.add_argument("--qos", nargs="+", choices=QOS, default=QOS)
     parser.add_argument("--seconds", type=float, default=10.0, help="publishing time per case")
@@ -338,6 +365,8 @@ def main():
     parser.add_argument("--domain", type=int, default=170, help="first ROS domain used")
     parser.add_argument("--node-log", default="/tmp/transport_bench_node.log")
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--rmem-max", nargs="+", type=int, default=[],
+                        help="run every case under each of these net.core.rmem_max (root)")
     args = parser.parse_args()
     if args.command == "publish":
         return publish(args)
@@ -352,12 +381,21 @@ def main():
         frame_files[size] = path
     rows = []
     cases = [Case(p, s, q) for s in args.sizes for p in args.publishers for q in args.qos]
-    for index, case in enumerate(cases):
-        row = run_case(args, case, args.domain + index, frame_files)
-        print(json.dumps(row), file=sys.stderr, flush=True)
-        rows.append(row)
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.uname().nodename}, "
-          f"{os.cpu_count()} CPUs, node {args.node}")
+    started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    machine_ceiling = rmem_max()
+    try:
+        for ceiling in args.rmem_max or [machine_ceiling]:
+            if ceiling != rmem_max():
+                set_rmem_max(ceiling)
+            for case in cases:
+                row = run_case(args, case, args.domain + len(rows) % 60, frame_files)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+                rows.append(row)
+    finally:
+        if rmem_max() != machine_ceiling:
+            set_rmem_max(machine_ceiling)
+    print(f"{started}, {os.uname().nodename}, {os.cpu_count()} CPUs, node {args.node}, "
+          f"load average {load_average():.1f} at the end")
     print(table(rows))
     if args.json:
         with open(args.json, "w") as out:

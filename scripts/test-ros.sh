@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The tests that need a real ROS 2 (Jazzy from PyPI wheels, scripts/setup-ros.sh), run by
-# scripts/test.sh after the others:
-# 1. the r2r node built and linked (`cargo build` with the r2r transport), then run with
-#    no ROS environment at all: its libraries are found through the binary's RPATH;
+# scripts/test.sh after the others. The node is built once, in release, with the
+# features of the docs' recipe, in the target folder colcon uses (.ros/ws/build/orbsift):
+# 1. the r2r node built and linked, then run with no ROS environment at all: its
+#    libraries are found through the binary's RPATH;
 # 2. the workspace recipe of docs/ros-node.md, as written, in .ros/ws: colcon builds
-#    orbsift (colcon-ros-cargo, cargo-ament-build) into install/, reusing step 1's target
-#    folder (colcon's build/orbsift), so nothing is compiled twice;
+#    orbsift (colcon-ros-cargo, cargo-ament-build) into install/, reusing step 1's build;
 # 3. `ros2 launch orbsift orbsift.launch.py` with launch and launch_ros from
 #    ../shared/peers/ros2-launch, seen and fed by rclpy (tests/ros_launch.rs).
 set -euo pipefail
@@ -21,8 +21,10 @@ features=(--release --no-default-features --features cuda,r2r)
 bash scripts/setup-ros.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
-# Built before ROS is sourced, with the default features `cargo test` used: sourcing ROS
-# changes CMAKE_PREFIX_PATH, which the opencv crate's build watches.
+# tests/ros_launch.rs is built by CI's `cargo test --all-targets` before (so this costs
+# nothing there), with the default features, before ROS is sourced: sourcing it changes
+# CMAKE_PREFIX_PATH, which the opencv crate's build watches. Built with the r2r features
+# instead, the dev-dependencies' features would compile r2r a second time.
 launch_test="$(cargo test --test ros_launch --no-run --message-format=json |
     python3 -c 'import json, sys
 for line in sys.stdin:
@@ -34,12 +36,24 @@ set +u # the venv's activate and colcon's scripts read unset variables
 # shellcheck disable=SC1091
 source .ros/setup.bash
 set -u
+# The builds below see the ROS prefix and orbsift_msgs only, as on a first run, not the
+# packages earlier runs installed in .ros/ws (its local setup adds them): r2r's build
+# script regenerates and recompiles every binding when these paths change, and colcon
+# puts orbsift_msgs back in front of them, which would rebuild r2r a second time.
+without_installed() {
+    tr ':' '\n' <<<"$1" | grep -v -x -e "$ws/install/orbsift" -e "$ws/install/composition_interfaces" |
+        paste -sd:
+}
+AMENT_PREFIX_PATH="$(without_installed "$AMENT_PREFIX_PATH")"
+CMAKE_PREFIX_PATH="$(without_installed "$CMAKE_PREFIX_PATH")"
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$((100 + $$ % 100))}"
+
+export CARGO_TARGET_DIR="$ws/build/orbsift"
 
 set -x
 # 1. The plain build, into the target folder colcon will use.
-CARGO_TARGET_DIR="$ws/build/orbsift" cargo build "${features[@]}"
-node="$ws/build/orbsift/release/orbsift_node"
+cargo build "${features[@]}"
+node="$CARGO_TARGET_DIR/release/orbsift_node"
 # Nothing sourced, no LD_LIBRARY_PATH: starts, then exits 0 on SIGINT.
 status=0
 env -i HOME="$HOME" ROS_DOMAIN_ID="$ROS_DOMAIN_ID" \

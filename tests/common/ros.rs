@@ -67,6 +67,16 @@ pub fn in_ros_environment(program: &OsStr, args: &[&OsStr]) -> Command {
     command
 }
 
+/// Fast DDS set up for large samples as docs/ros-node.md tells users (and the launch
+/// file does): without it a 1.8 MB debug image overflows the default UDP receive buffer
+/// in one burst and a best-effort subscriber never gets one whole.
+fn with_large_data_profile(command: &mut Command) -> &mut Command {
+    command.env(
+        "FASTRTPS_DEFAULT_PROFILES_FILE",
+        project_dir().join("config/fastdds-large-data.xml"),
+    )
+}
+
 /// The transport `CARGO_BIN_EXE_orbsift_node` was built with: r2r when the tests are
 /// built with `--features r2r`, else the embedded DDS stack.
 pub const NODE_TRANSPORT: &str = if cfg!(feature = "r2r") { "r2r" } else { "dds" };
@@ -76,7 +86,9 @@ pub fn node_command(args: &[&str], domain: &str) -> Command {
     let node = OsStr::new(env!("CARGO_BIN_EXE_orbsift_node"));
     let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
     let mut command = if NODE_TRANSPORT == "r2r" {
-        in_ros_environment(node, &args)
+        let mut command = in_ros_environment(node, &args);
+        with_large_data_profile(&mut command);
+        command
     } else {
         let mut command = Command::new(node);
         command.args(args);
@@ -107,7 +119,7 @@ pub fn run_ros_peer(script: &str, args: &[&OsStr], domain: &str, timeout: Durati
     let mut all_args = vec![path.as_os_str()];
     all_args.extend_from_slice(args);
     let mut peer = Running(
-        in_ros_environment(OsStr::new("python3"), &all_args)
+        with_large_data_profile(&mut in_ros_environment(OsStr::new("python3"), &all_args))
             .env("ROS_DOMAIN_ID", domain)
             .stdout(Stdio::piped())
             .spawn()

@@ -66,6 +66,11 @@ enum Command {
         /// Run the GPU pipeline on this many SMs only, in a green context (CUDA backend).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         sm_limit: Option<u32>,
+        /// CUDA SIFT at matched feature counts: at each size, the
+        /// `sift.contrast_threshold` that gives the images this many features each on
+        /// average. One count for every size, or one per size (comma-separated).
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+        sift_features: Vec<u32>,
     },
     /// Kernel housekeeping that needs NVRTC but no GPU.
     #[cfg(feature = "cuda")]
@@ -196,6 +201,7 @@ fn run(command: Command) -> Result<()> {
             iterations,
             threads,
             sm_limit,
+            sift_features,
         } => {
             let config = params.load()?;
             let sources = if image.is_empty() {
@@ -221,7 +227,12 @@ fn run(command: Command) -> Result<()> {
                 name: "--threads".into(),
                 reason: err.to_string(),
             })?;
-            pool.install(|| bench::run(&config, &sources, iterations as usize, sm_limit))
+            let options = bench::Options {
+                iterations: iterations as usize,
+                sm_limit,
+                sift_features,
+            };
+            pool.install(|| bench::run(&config, &sources, &options))
         }
         #[cfg(feature = "cuda")]
         Command::Kernels { command } => command.run(&mut std::io::stdout().lock()),

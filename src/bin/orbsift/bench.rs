@@ -33,20 +33,63 @@ struct Row {
     pipelined_ms_per_frame: Option<f64>,
 }
 
+/// How `bench` runs.
+pub struct Options {
+    /// Timed runs per size, after warm-up.
+    pub iterations: usize,
+    /// Confines the CUDA pipeline to that many SMs.
+    pub sm_limit: Option<u32>,
+    /// CUDA SIFT only: the features a frame to match at each size (one for all sizes,
+    /// or one per size of [`SIZES`]); empty: the configured contrast threshold.
+    pub sift_features: Vec<u32>,
+}
+
+impl Options {
+    /// The feature count to match at size number `size`, if any.
+    fn sift_features_at(&self, size: usize) -> Option<usize> {
+        let counts = &self.sift_features;
+        counts
+            .get(size)
+            .or(counts.first().filter(|_| counts.len() == 1))
+            .map(|&n| n as usize)
+    }
+}
+
+/// The contrast threshold picked for a size and the mean features a frame it gives.
+struct Matched {
+    contrast_threshold: f64,
+    features_mean: f64,
+}
+
 /// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
-/// resized; `sm_limit` confines the CUDA pipeline to that many SMs.
-pub fn run(
-    config: &Config,
-    sources: &[GrayImage],
-    iterations: usize,
-    sm_limit: Option<u32>,
-) -> Result<()> {
+/// resized.
+pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<()> {
+    let (iterations, sm_limit) = (options.iterations, options.sm_limit);
     let mut extractor = orbsift::create_extractor(config)?;
     let backend = extractor.backend_name();
     if sm_limit.is_some() && backend != "cuda" {
         return Err(Error::InvalidParameter {
             name: "--sm-limit".into(),
             reason: format!("applies to the CUDA backend only, not {backend}"),
+        });
+    }
+    let counts = options.sift_features.len();
+    if counts > 0 && (backend != "cuda" || config.algorithm.name() != "sift") {
+        return Err(Error::InvalidParameter {
+            name: "--sift-features".into(),
+            reason: format!(
+                "applies to SIFT on the CUDA backend only, not {} on {backend}",
+                config.algorithm.name()
+            ),
+        });
+    }
+    if counts > 1 && counts != SIZES.len() {
+        return Err(Error::InvalidParameter {
+            name: "--sift-features".into(),
+            reason: format!(
+                "one count for every size or one per size ({}), not {counts}",
+                SIZES.len()
+            ),
         });
     }
     let mut matcher = orbsift::create_matcher(config)?;
@@ -68,13 +111,28 @@ pub fn run(
         "match min"
     ))?;
     let mut rows = Vec::new();
-    for (width, height) in SIZES {
+    let mut matched = Vec::new();
+    for (size, (width, height)) in SIZES.into_iter().enumerate() {
         let frames = sources
             .iter()
             .map(|source| source.resized(width, height))
             .collect::<Result<Vec<_>>>()?;
         let row = if backend == "cuda" {
-            gpu_row(config, sm_limit, &frames, iterations, matcher.as_mut())?
+            let (config, at_count) = match options.sift_features_at(size) {
+                Some(target) => {
+                    let (config, matched) = match_features(config, sm_limit, &frames, target)?;
+                    print(format!(
+                        "{:>10} sift.contrast_threshold={:.5}: {:.0} features a frame (asked {target})",
+                        format!("{width}x{height}"),
+                        matched.contrast_threshold,
+                        matched.features_mean
+                    ))?;
+                    (config, Some(matched))
+                }
+                None => (config.clone(), None),
+            };
+            matched.push(at_count);
+            gpu_row(&config, sm_limit, &frames, iterations, matcher.as_mut())?
         } else {
             timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
         };
@@ -105,7 +163,8 @@ pub fn run(
             ))?;
         }
     }
-    for row in rows {
+    matched.resize_with(rows.len(), || None);
+    for (row, matched) in rows.into_iter().zip(matched) {
         // Fields after match_ms_median are additions; scripts parse the ones before.
         let streamed = match (row.serial_ms_per_frame, row.pipelined_ms_per_frame) {
             (Some(serial), Some(pipelined)) => format!(
@@ -113,6 +172,13 @@ pub fn run(
                 1e3 / pipelined
             ),
             _ => String::new(),
+        };
+        let streamed = match matched {
+            Some(m) => format!(
+                "{streamed} contrast_threshold={:.5} features_mean={:.0}",
+                m.contrast_threshold, m.features_mean
+            ),
+            None => streamed,
         };
         print(format!(
             "BENCH algo={algo} backend={backend} device=\"{}\" size={}x{} features={} \
@@ -176,6 +242,48 @@ fn gpu_row(
         serial_ms_per_frame: streamed.map(|s| s.serial_ms_per_frame),
         pipelined_ms_per_frame: streamed.map(|s| s.pipelined_ms_per_frame),
     })
+}
+
+/// `config` with the SIFT contrast threshold at which `frames` give `target` features a
+/// frame on average.
+#[cfg(feature = "cuda")]
+fn match_features(
+    config: &Config,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    target: usize,
+) -> Result<(Config, Matched)> {
+    let (sift, features_mean) = orbsift::cuda::bench::sift_config_for_features(
+        &config.sift,
+        config.memory,
+        sm_limit,
+        frames,
+        target,
+    )?;
+    let matched = Matched {
+        contrast_threshold: sift.contrast_threshold,
+        features_mean,
+    };
+    Ok((
+        Config {
+            sift,
+            ..config.clone()
+        },
+        matched,
+    ))
+}
+
+/// Without the `cuda` feature no extractor names itself "cuda".
+#[cfg(not(feature = "cuda"))]
+fn match_features(
+    _: &Config,
+    _: Option<u32>,
+    _: &[GrayImage],
+    _: usize,
+) -> Result<(Config, Matched)> {
+    Err(Error::CudaUnavailable(
+        "built without the `cuda` feature".into(),
+    ))
 }
 
 /// Without the `cuda` feature no extractor names itself "cuda".

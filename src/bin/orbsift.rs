@@ -71,6 +71,10 @@ enum Command {
         /// average. One count for every size, or one per size (comma-separated).
         #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
         sift_features: Vec<u32>,
+        /// Also write the frames timed at each size to this folder as binary PGM
+        /// (`WIDTHxHEIGHT-N.pgm`), for a peer to time the same pixels.
+        #[arg(long)]
+        save_frames: Option<PathBuf>,
     },
     /// Kernel housekeeping that needs NVRTC but no GPU.
     #[cfg(feature = "cuda")]
@@ -202,6 +206,7 @@ fn run(command: Command) -> Result<()> {
             threads,
             sm_limit,
             sift_features,
+            save_frames,
         } => {
             let config = params.load()?;
             let sources = if image.is_empty() {
@@ -231,6 +236,7 @@ fn run(command: Command) -> Result<()> {
                 iterations: iterations as usize,
                 sm_limit,
                 sift_features,
+                save_frames,
             };
             pool.install(|| bench::run(&config, &sources, &options))
         }

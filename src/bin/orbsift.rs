@@ -75,6 +75,10 @@ enum Command {
         /// (`WIDTHxHEIGHT-N.pgm`), for a peer to time the same pixels.
         #[arg(long)]
         save_frames: Option<PathBuf>,
+        /// Launch the GPU kernels one by one instead of replaying each frame's captured
+        /// CUDA graph (CUDA backend): to profile plain launches or measure the graph's gain.
+        #[arg(long)]
+        no_graph: bool,
     },
     /// Kernel housekeeping that needs NVRTC but no GPU.
     #[cfg(feature = "cuda")]
@@ -207,6 +211,7 @@ fn run(command: Command) -> Result<()> {
             sm_limit,
             sift_features,
             save_frames,
+            no_graph,
         } => {
             let config = params.load()?;
             let sources = if image.is_empty() {
@@ -237,6 +242,7 @@ fn run(command: Command) -> Result<()> {
                 sm_limit,
                 sift_features,
                 save_frames,
+                graph: !no_graph,
             };
             pool.install(|| bench::run(&config, &sources, &options))
         }

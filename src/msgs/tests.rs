@@ -269,3 +269,14 @@ fn features_message_carries_the_header_and_every_keypoint() {
         msg.x.len() * msg.descriptor_size as usize
     );
 }
+
+#[test]
+fn image_data_is_encoded_as_a_cdr_sequence_of_bytes() {
+    let data: Vec<u8> = (0..=255).collect();
+    let bytes = encode(&image("mono8", 16, 16, 16, data.clone())).unwrap();
+    // sequence<uint8>, as every other DDS stack writes it: the element count, then the
+    // elements verbatim, the message ending with them.
+    let (head, tail) = bytes.split_at(bytes.len() - data.len());
+    assert_eq!(tail, &data[..]);
+    assert_eq!(&head[head.len() - 4..], &256u32.to_le_bytes());
+}

@@ -45,6 +45,8 @@ pub struct Options {
     pub sift_features: Vec<u32>,
     /// Where to write the frames of every size as binary PGM, if anywhere.
     pub save_frames: Option<PathBuf>,
+    /// CUDA: replay each frame's kernels as one captured graph (else launch one by one).
+    pub graph: bool,
 }
 
 impl Options {
@@ -70,9 +72,13 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
     let (iterations, sm_limit) = (options.iterations, options.sm_limit);
     let mut extractor = orbsift::create_extractor(config)?;
     let backend = extractor.backend_name();
-    if sm_limit.is_some() && backend != "cuda" {
+    let cuda_only = [
+        ("--sm-limit", options.sm_limit.is_some()),
+        ("--no-graph", !options.graph),
+    ];
+    if let Some((flag, _)) = cuda_only.iter().find(|(_, set)| *set && backend != "cuda") {
         return Err(Error::InvalidParameter {
-            name: "--sm-limit".into(),
+            name: (*flag).into(),
             reason: format!("applies to the CUDA backend only, not {backend}"),
         });
     }
@@ -138,7 +144,7 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
                 None => (config.clone(), None),
             };
             matched.push(at_count);
-            gpu_row(&config, sm_limit, &frames, iterations, matcher.as_mut())?
+            gpu_row(&config, options, &frames, matcher.as_mut())?
         } else {
             timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
         };
@@ -208,32 +214,28 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
 #[cfg(feature = "cuda")]
 fn gpu_row(
     config: &Config,
-    sm_limit: Option<u32>,
+    options: &Options,
     frames: &[GrayImage],
-    iterations: usize,
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
     use orbsift::config::Algorithm;
-    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift};
-    let (warmup, memory) = (GPU_WARM_UP_RUNS, config.memory);
+    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
+    let (warmup, iterations) = (GPU_WARM_UP_RUNS, options.iterations);
+    let setup = GpuSetup {
+        memory: config.memory,
+        sm_limit: options.sm_limit,
+        graph: options.graph,
+    };
     let mut streamed = None;
     let timed = match config.algorithm {
         Algorithm::Orb => {
             let orb = &config.orb;
             streamed = Some(bench_orb_throughput(
-                orb, memory, sm_limit, frames, warmup, iterations,
+                orb, setup, frames, warmup, iterations,
             )?);
-            bench_orb(orb, memory, sm_limit, frames, warmup, iterations)?
+            bench_orb(orb, setup, frames, warmup, iterations)?
         }
-        Algorithm::Sift => bench_sift(
-            &config.sift,
-            memory,
-            sm_limit,
-            frames,
-            warmup,
-            iterations,
-            matcher,
-        )?,
+        Algorithm::Sift => bench_sift(&config.sift, setup, frames, warmup, iterations, matcher)?,
     };
     Ok(Row {
         device: timed.device,
@@ -294,13 +296,7 @@ fn match_features(
 
 /// Without the `cuda` feature no extractor names itself "cuda".
 #[cfg(not(feature = "cuda"))]
-fn gpu_row(
-    _: &Config,
-    _: Option<u32>,
-    _: &[GrayImage],
-    _: usize,
-    _: &mut dyn Matcher,
-) -> Result<Row> {
+fn gpu_row(_: &Config, _: &Options, _: &[GrayImage], _: &mut dyn Matcher) -> Result<Row> {
     Err(Error::CudaUnavailable(
         "built without the `cuda` feature".into(),
     ))

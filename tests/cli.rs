@@ -262,8 +262,11 @@ fn config_output_round_trips_and_flags_win() {
     assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
 }
 
+/// Also the frames it timed, as binary PGM a peer reads (`--save-frames`).
 #[test]
 fn bench_prints_one_machine_readable_line_per_size() {
+    let dir = TempDir::new().unwrap();
+    let frames = dir.path().join("frames");
     let out = succeed(&[
         "bench",
         "--backend",
@@ -272,6 +275,10 @@ fn bench_prints_one_machine_readable_line_per_size() {
         "2",
         "--threads",
         "2",
+        "--image",
+        path_str(&data("graf1.png")),
+        "--save-frames",
+        path_str(&frames),
     ]);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("BENCH ")).collect();
@@ -281,6 +288,17 @@ fn bench_prints_one_machine_readable_line_per_size() {
         ["640x480", "1280x960", "1920x1080", "3840x2160"],
         "{stdout}"
     );
+    let source = orbsift::GrayImage::open(&data("graf1.png")).unwrap();
+    for size in &sizes {
+        let (width, height) = size.split_once('x').unwrap();
+        let (width, height): (usize, usize) = (width.parse().unwrap(), height.parse().unwrap());
+        let path = frames.join(format!("{size}-0.pgm"));
+        let bytes = std::fs::read(&path).unwrap();
+        let header = format!("P5\n{width} {height}\n255\n");
+        assert!(bytes.starts_with(header.as_bytes()), "{}", path.display());
+        let frame = orbsift::GrayImage::open(&path).unwrap();
+        assert!(frame == source.resized(width, height).unwrap(), "{size}");
+    }
 }
 
 /// Checks `BENCH algo=orb backend=cpu device="..." size=WxH features=N extract_ms_median=..

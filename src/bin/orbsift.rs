@@ -66,6 +66,15 @@ enum Command {
         /// Run the GPU pipeline on this many SMs only, in a green context (CUDA backend).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         sm_limit: Option<u32>,
+        /// CUDA SIFT at matched feature counts: at each size, the
+        /// `sift.contrast_threshold` that gives the images this many features each on
+        /// average. One count for every size, or one per size (comma-separated).
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+        sift_features: Vec<u32>,
+        /// Also write the frames timed at each size to this folder as binary PGM
+        /// (`WIDTHxHEIGHT-N.pgm`), for a peer to time the same pixels.
+        #[arg(long)]
+        save_frames: Option<PathBuf>,
         /// Launch the GPU kernels one by one instead of replaying each frame's captured
         /// CUDA graph (CUDA backend): to profile plain launches or measure the graph's gain.
         #[arg(long)]
@@ -200,6 +209,8 @@ fn run(command: Command) -> Result<()> {
             iterations,
             threads,
             sm_limit,
+            sift_features,
+            save_frames,
             no_graph,
         } => {
             let config = params.load()?;
@@ -229,6 +240,8 @@ fn run(command: Command) -> Result<()> {
             let options = bench::Options {
                 iterations: iterations as usize,
                 sm_limit,
+                sift_features,
+                save_frames,
                 graph: !no_graph,
             };
             pool.install(|| bench::run(&config, &sources, &options))

@@ -211,6 +211,66 @@ pub fn bench_orb_throughput(
     })
 }
 
+/// Contrast thresholds tried when matching a feature count: `sift.contrast_threshold`'s
+/// range, searched by bisection of its logarithm.
+const SIFT_CONTRAST_RANGE: (f64, f64) = (1e-6, 1.0);
+const SIFT_CONTRAST_STEPS: usize = 24;
+/// A count within this share of the target ends the search early.
+const SIFT_FEATURES_TOLERANCE: f64 = 0.002;
+
+/// A SIFT configuration whose `contrast_threshold` makes `frames` give `target` features
+/// a frame on average (the measure CudaSift's bench prints), so that two extractors are
+/// compared at matched feature counts; returns it with the mean it gives. Fewer features
+/// as the threshold rises: bisection of the threshold's logarithm, keeping the closest.
+pub fn sift_config_for_features(
+    config: &SiftConfig,
+    memory: MemoryMode,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    target: usize,
+) -> Result<(SiftConfig, f64)> {
+    first_frame(frames)?;
+    let mean_features = |contrast_threshold: f64| -> Result<f64> {
+        let config = SiftConfig {
+            contrast_threshold,
+            ..config.clone()
+        };
+        let mut gpu = CudaSiftExtractor::new(config, memory, sm_limit)?;
+        let mut total = 0;
+        for frame in frames {
+            total += gpu.extract(frame)?.len();
+        }
+        Ok(total as f64 / frames.len() as f64)
+    };
+    let target_f = target as f64;
+    let (mut low, mut high) = (SIFT_CONTRAST_RANGE.0.ln(), SIFT_CONTRAST_RANGE.1.ln());
+    let mut best: Option<(f64, f64)> = None;
+    for _ in 0..SIFT_CONTRAST_STEPS {
+        let middle = 0.5 * (low + high);
+        let contrast = middle.exp();
+        let mean = mean_features(contrast)?;
+        if best.is_none_or(|(_, m)| (mean - target_f).abs() < (m - target_f).abs()) {
+            best = Some((contrast, mean));
+        }
+        if (mean - target_f).abs() <= SIFT_FEATURES_TOLERANCE * target_f {
+            break;
+        }
+        if mean > target_f {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    let (contrast_threshold, mean) = best.unwrap_or((config.contrast_threshold, f64::NAN));
+    Ok((
+        SiftConfig {
+            contrast_threshold,
+            ..config.clone()
+        },
+        mean,
+    ))
+}
+
 /// Times SIFT extraction as [`bench_orb`] does, then `matcher` on the first frame's
 /// features against themselves (wall clock, up to [`SIFT_MATCH_RUNS`] runs).
 pub fn bench_sift(

@@ -4,6 +4,7 @@
 //! events time extraction, upload and fused matching (`orbsift::cuda::bench`).
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use orbsift::{Config, Error, Extractor, GrayImage, Matcher, Result};
@@ -39,14 +40,36 @@ pub struct Options {
     pub iterations: usize,
     /// Confines the CUDA pipeline to that many SMs.
     pub sm_limit: Option<u32>,
+    /// CUDA SIFT only: the features a frame to match at each size (one for all sizes,
+    /// or one per size of [`SIZES`]); empty: the configured contrast threshold.
+    pub sift_features: Vec<u32>,
+    /// Where to write the frames of every size as binary PGM, if anywhere.
+    pub save_frames: Option<PathBuf>,
     /// CUDA: replay each frame's kernels as one captured graph (else launch one by one).
     pub graph: bool,
+}
+
+impl Options {
+    /// The feature count to match at size number `size`, if any.
+    fn sift_features_at(&self, size: usize) -> Option<usize> {
+        let counts = &self.sift_features;
+        counts
+            .get(size)
+            .or(counts.first().filter(|_| counts.len() == 1))
+            .map(|&n| n as usize)
+    }
+}
+
+/// The contrast threshold picked for a size and the mean features a frame it gives.
+struct Matched {
+    contrast_threshold: f64,
+    features_mean: f64,
 }
 
 /// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
 /// resized.
 pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<()> {
-    let iterations = options.iterations;
+    let (iterations, sm_limit) = (options.iterations, options.sm_limit);
     let mut extractor = orbsift::create_extractor(config)?;
     let backend = extractor.backend_name();
     let cuda_only = [
@@ -57,6 +80,25 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
         return Err(Error::InvalidParameter {
             name: (*flag).into(),
             reason: format!("applies to the CUDA backend only, not {backend}"),
+        });
+    }
+    let counts = options.sift_features.len();
+    if counts > 0 && (backend != "cuda" || config.algorithm.name() != "sift") {
+        return Err(Error::InvalidParameter {
+            name: "--sift-features".into(),
+            reason: format!(
+                "applies to SIFT on the CUDA backend only, not {} on {backend}",
+                config.algorithm.name()
+            ),
+        });
+    }
+    if counts > 1 && counts != SIZES.len() {
+        return Err(Error::InvalidParameter {
+            name: "--sift-features".into(),
+            reason: format!(
+                "one count for every size or one per size ({}), not {counts}",
+                SIZES.len()
+            ),
         });
     }
     let mut matcher = orbsift::create_matcher(config)?;
@@ -78,13 +120,31 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
         "match min"
     ))?;
     let mut rows = Vec::new();
-    for (width, height) in SIZES {
+    let mut matched = Vec::new();
+    for (size, (width, height)) in SIZES.into_iter().enumerate() {
         let frames = sources
             .iter()
             .map(|source| source.resized(width, height))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(folder) = &options.save_frames {
+            save_pgms(folder, &frames)?;
+        }
         let row = if backend == "cuda" {
-            gpu_row(config, options, &frames, matcher.as_mut())?
+            let (config, at_count) = match options.sift_features_at(size) {
+                Some(target) => {
+                    let (config, matched) = match_features(config, sm_limit, &frames, target)?;
+                    print(format!(
+                        "{:>10} sift.contrast_threshold={:.5}: {:.0} features a frame (asked {target})",
+                        format!("{width}x{height}"),
+                        matched.contrast_threshold,
+                        matched.features_mean
+                    ))?;
+                    (config, Some(matched))
+                }
+                None => (config.clone(), None),
+            };
+            matched.push(at_count);
+            gpu_row(&config, options, &frames, matcher.as_mut())?
         } else {
             timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
         };
@@ -115,7 +175,8 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
             ))?;
         }
     }
-    for row in rows {
+    matched.resize_with(rows.len(), || None);
+    for (row, matched) in rows.into_iter().zip(matched) {
         // Fields after match_ms_median are additions; scripts parse the ones before.
         let streamed = match (row.serial_ms_per_frame, row.pipelined_ms_per_frame) {
             (Some(serial), Some(pipelined)) => format!(
@@ -123,6 +184,13 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
                 1e3 / pipelined
             ),
             _ => String::new(),
+        };
+        let streamed = match matched {
+            Some(m) => format!(
+                "{streamed} contrast_threshold={:.5} features_mean={:.0}",
+                m.contrast_threshold, m.features_mean
+            ),
+            None => streamed,
         };
         print(format!(
             "BENCH algo={algo} backend={backend} device=\"{}\" size={}x{} features={} \
@@ -184,6 +252,48 @@ fn gpu_row(
     })
 }
 
+/// `config` with the SIFT contrast threshold at which `frames` give `target` features a
+/// frame on average.
+#[cfg(feature = "cuda")]
+fn match_features(
+    config: &Config,
+    sm_limit: Option<u32>,
+    frames: &[GrayImage],
+    target: usize,
+) -> Result<(Config, Matched)> {
+    let (sift, features_mean) = orbsift::cuda::bench::sift_config_for_features(
+        &config.sift,
+        config.memory,
+        sm_limit,
+        frames,
+        target,
+    )?;
+    let matched = Matched {
+        contrast_threshold: sift.contrast_threshold,
+        features_mean,
+    };
+    Ok((
+        Config {
+            sift,
+            ..config.clone()
+        },
+        matched,
+    ))
+}
+
+/// Without the `cuda` feature no extractor names itself "cuda".
+#[cfg(not(feature = "cuda"))]
+fn match_features(
+    _: &Config,
+    _: Option<u32>,
+    _: &[GrayImage],
+    _: usize,
+) -> Result<(Config, Matched)> {
+    Err(Error::CudaUnavailable(
+        "built without the `cuda` feature".into(),
+    ))
+}
+
 /// Without the `cuda` feature no extractor names itself "cuda".
 #[cfg(not(feature = "cuda"))]
 fn gpu_row(_: &Config, _: &Options, _: &[GrayImage], _: &mut dyn Matcher) -> Result<Row> {
@@ -228,6 +338,23 @@ fn timed_row(
         serial_ms_per_frame: None,
         pipelined_ms_per_frame: None,
     })
+}
+
+/// Writes `frames` (all of one size) as `folder/WIDTHxHEIGHT-N.pgm`, binary PGM (P5).
+fn save_pgms(folder: &Path, frames: &[GrayImage]) -> Result<()> {
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Write { path, source }
+    };
+    std::fs::create_dir_all(folder).map_err(write_error(folder))?;
+    for (n, frame) in frames.iter().enumerate() {
+        let (width, height) = (frame.width(), frame.height());
+        let path = folder.join(format!("{width}x{height}-{n}.pgm"));
+        let mut pgm = format!("P5\n{width} {height}\n255\n").into_bytes();
+        pgm.extend_from_slice(frame.data());
+        std::fs::write(&path, pgm).map_err(write_error(&path))?;
+    }
+    Ok(())
 }
 
 fn elapsed_ms(start: Instant) -> f64 {

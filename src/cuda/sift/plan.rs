@@ -31,8 +31,8 @@ const fn blur_row_stride(kernel_radius: usize) -> usize {
 const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16), (16, 8)];
 /// Octaves of at most this many pixels go to `sift_small_octaves` (one block), where
 /// their shared memory fits: 60x33 (1080p's sixth octave) and below. Measured on an
-/// H200 (perf/RESULTS.md): from 80x60 or 120x67 on, one SM takes longer over the
-/// octaves than the tiled launches it replaces.
+/// H200: from 80x60 or 120x67 on, one SM takes longer over the octaves than the tiled
+/// launches it replaces.
 const SMALL_OCTAVE_MAX_PIXELS: usize = 2048;
 /// `SMALL_MAX_RADIUS` and `RUN` of kernels/sift/small_octaves.cu.
 const SMALL_MAX_RADIUS: usize = 16;

@@ -21,3 +21,5 @@ cargo test --doc
 # Every CUDA kernel module compiles with NVRTC for sm_72, sm_87, sm_90 and sm_110 (no GPU
 # needed; NVRTC comes from PyPI wheels), with the binary `cargo test` just built.
 bash scripts/kernels-check.sh target/debug/orbsift
+# The Jetson build: aarch64 binaries under qemu against this build, the arm64 .deb.
+bash scripts/test-aarch64.sh target/debug/orbsift

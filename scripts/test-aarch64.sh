@@ -208,12 +208,16 @@ assert report["matches"], "no Matches"
 assert all(m["lengths_agree"] and m["indices_in_range"] for m in report["matches"])
 shift = report["shift"]
 assert shift["matches"] >= 50 and shift["consistent"] >= 0.8 * shift["matches"], shift
+# Under qemu the node is about ten times slower than natively: a bad frame still queued
+# when the next good one arrives is replaced by it (dropped) instead of rejected. Every
+# good frame has its Features, so whatever was dropped was a bad frame.
 diagnostics = report["diagnostics"]
-assert diagnostics["frames_rejected"] == str(len(report["bad_cases"])), diagnostics
+rejected, dropped = int(diagnostics["frames_rejected"]), int(diagnostics["frames_dropped"])
+assert rejected >= 1 and rejected + dropped == len(report["bad_cases"]), diagnostics
 assert diagnostics["backend"] == "cpu", diagnostics
-print(f"peer: Features for all {len(report['good_secs'])} good frames, none for "
-      f"{len(report['bad_cases'])} bad ones, {shift['consistent']}/{shift['matches']} "
-      "matches agree with the known shift")
+print(f"peer: Features for all {len(report['good_secs'])} good frames, none for the "
+      f"{len(report['bad_cases'])} bad ones ({rejected} rejected, {dropped} dropped), "
+      f"{shift['consistent']}/{shift['matches']} matches agree with the known shift")
 EOF
 grep -q 'CUDA backend unusable (.*libcuda.*): using the CPU backend' "$work/node.log" ||
     fail "the packaged node did not log its CPU fallback"

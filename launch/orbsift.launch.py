@@ -31,9 +31,19 @@ def _node(context):
             namespace=LaunchConfiguration("namespace"),
             parameters=[params_file],
             remappings=remappings,
+            additional_env=_fastdds_profile_env(share),
             output="screen",
         )
     ]
+
+
+def _fastdds_profile_env(share):
+    """Fast DDS (the rmw of the r2r node) reads its profile from this variable: the package's
+    large-data profile when it ships one, unless the user has chosen a profile already."""
+    profile = os.path.join(share, "config", "fastdds-large-data.xml")
+    if "FASTRTPS_DEFAULT_PROFILES_FILE" in os.environ or not os.path.isfile(profile):
+        return {}
+    return {"FASTRTPS_DEFAULT_PROFILES_FILE": profile}
 
 
 def generate_launch_description():

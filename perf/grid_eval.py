@@ -1,4 +1,4 @@
-"""Match quality and coverage of a selection policy on four real pairs (perf/RESULTS.md,
+"""Match quality and coverage of a selection policy on four real pairs (perf/HISTORY.md,
 "Grid distribution").
 
 usage (repository root, after `cargo build --release --bin orbsift`):

@@ -14,9 +14,8 @@ bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 video="tests/data/vtest_6s.avi"
-cargo build --release --bin orbsift_node
-
 # A domain away from the default 0, so no other ROS 2 graph on the network mixes in.
 export ROS_DOMAIN_ID="${ORBSIFT_RUN_DOMAIN:-$((10 + $$ % 90))}"
-exec target/release/orbsift_node --ros-args \
+# `cargo run` builds the node where cargo puts it (CARGO_TARGET_DIR included) and execs it.
+exec cargo run --release --bin orbsift_node -- --ros-args \
     -p input.source:=camera -p input.device:="$video"

@@ -345,6 +345,8 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
     let graf = path_str(&data("graf1.png")).to_string();
     let png = std::fs::read(&graf).unwrap();
     let truncated = write("truncated.png", &png[..png.len() / 3]);
+    let jpeg = std::fs::read(data("leuvenA.jpg")).unwrap();
+    let truncated_jpeg = write("truncated.jpg", &jpeg[..jpeg.len() * 2 / 3]);
     let text = write("notes.png", b"this is not an image\n");
     let missing = dir.path().join("missing.png").to_str().unwrap().to_string();
     let bad_yaml = write(
@@ -368,6 +370,7 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
         (extract(&[], &missing), missing.as_str()),
         (extract(&[], &text), text.as_str()),
         (extract(&[], &truncated), truncated.as_str()),
+        (extract(&[], &truncated_jpeg), "truncated"),
         (extract(&["--config", &bad_yaml], &graf), bad_yaml.as_str()),
         (
             extract(&["--config", &missing_yaml], &graf),
@@ -419,6 +422,25 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
         (
             vec!["bench".into(), "--iterations".into(), "0".into()],
             "--iterations",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--backend".into(),
+                "cpu".into(),
+                "--no-graph".into(),
+            ],
+            "--no-graph",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--backend".into(),
+                "cpu".into(),
+                "--sm-limit".into(),
+                "8".into(),
+            ],
+            "--sm-limit",
         ),
         (
             vec!["config".into(), "--config".into(), bad_yaml.clone()],

@@ -6,14 +6,13 @@
 
 mod common;
 
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::peer::{self, test_data};
-use orbsift::msgs::{DiagnosticArray, Features, Matches, Time};
-use orbsift::transport::dds::{result_qos, DdsEndpoint};
-use orbsift::transport::RosArgs;
 use orbsift::{Backend, Config, GrayImage};
 use serde::Deserialize;
 
@@ -41,84 +40,125 @@ fn node(domain: u16, params: &[&str]) -> Command {
         .args(["-p", "backend:=cpu", "-p", "input.source:=camera"])
         .args(params.iter().flat_map(|p| ["-p", p]))
         .env("ROS_DOMAIN_ID", domain.to_string())
-        .env("RUST_LOG", "info");
+        .env("RUST_LOG", "info,rustdds=warn,ros2_client=warn");
     command
 }
 
-/// What the node published before it exited by itself.
+/// One Features message as the listener summarises it.
+#[derive(Debug, Deserialize)]
+struct HeardFeatures {
+    stamp: (i32, u32),
+    frame_id: String,
+    width: u32,
+    height: u32,
+    keypoints: usize,
+    /// With `--full` only.
+    #[serde(default)]
+    x: Vec<f32>,
+    #[serde(default)]
+    descriptors: String,
+}
+
+/// One Matches message as the listener summarises it.
+#[derive(Debug, Deserialize)]
+struct HeardMatches {
+    stamp: (i32, u32),
+    frame_id: String,
+    train_stamp: (i32, u32),
+    train_frame_id: String,
+    mode: String,
+    query_idx: Vec<u32>,
+    train_idx: Vec<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Listened {
+    features: Vec<HeardFeatures>,
+    matches: Vec<HeardMatches>,
+    diagnostics: Option<HashMap<String, String>>,
+}
+
+/// What the node published before it exited by itself, as an independent subscriber
+/// (Cyclone DDS, tests/peer/result_listener.py) heard it.
 struct Heard {
     status: ExitStatus,
     log: String,
-    features: Vec<Features>,
-    matches: Vec<Matches>,
-    last_diagnostics: Option<DiagnosticArray>,
+    features: Vec<HeardFeatures>,
+    matches: Vec<HeardMatches>,
+    last_diagnostics: Option<HashMap<String, String>>,
 }
 
 impl Heard {
     fn diagnostic(&self, key: &str) -> &str {
         let report = self.last_diagnostics.as_ref().expect("no diagnostics");
         report
-            .value(key)
+            .get(key)
             .unwrap_or_else(|| panic!("no {key} in the diagnostics"))
     }
 }
 
-/// Subscribes first, starts the node, and listens until it exits (within 240 s).
-fn run_and_listen(domain: u16, params: &[&str]) -> Heard {
-    let args = RosArgs::parse("camera_listener", &[]).unwrap();
-    let mut endpoint = DdsEndpoint::new(args, domain).unwrap();
-    let features = endpoint
-        .subscription::<Features>("features", result_qos())
-        .unwrap();
-    let matches = endpoint
-        .subscription::<Matches>("matches", result_qos())
-        .unwrap();
-    let diagnostics = endpoint
-        .subscription::<DiagnosticArray>("/diagnostics", result_qos())
-        .unwrap();
+/// Subscribes first, starts the node, and listens until it exits (within 240 s);
+/// `full` asks for every keypoint's x and descriptor.
+fn run_and_listen(domain: u16, params: &[&str], full: bool) -> Heard {
+    let mut listener = Command::new(peer::python());
+    listener
+        .arg(peer::project_dir().join("tests/peer/result_listener.py"))
+        .args(["--domain", &domain.to_string()]);
+    if full {
+        listener.arg("--full");
+    }
+    let mut listener = listener
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the result listener");
+    let mut listener_log = BufReader::new(listener.stderr.take().unwrap());
+    let mut ready = String::new();
+    listener_log.read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready", "the result listener did not start");
+
     let mut child = node(domain, params)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start orbsift_node");
-    let mut heard = (Vec::new(), Vec::new(), None);
-    let take_all = |heard: &mut (Vec<Features>, Vec<Matches>, Option<DiagnosticArray>)| {
-        while let Some((message, _)) = features.take().unwrap() {
-            heard.0.push(message);
-        }
-        while let Some((message, _)) = matches.take().unwrap() {
-            heard.1.push(message);
-        }
-        while let Some((message, _)) = diagnostics.take().unwrap() {
-            heard.2 = Some(message);
-        }
-    };
     let deadline = Instant::now() + Duration::from_secs(240);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = listener.kill();
             panic!("orbsift_node did not finish the file within 240 s");
         }
-        take_all(&mut heard);
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(20));
     }
     // What was in flight when the node exited.
-    let drain_until = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < drain_until {
-        take_all(&mut heard);
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop(listener.stdin.take());
+    let listened = listener.wait_with_output().unwrap();
+    let mut complaints = String::new();
+    listener_log.read_to_string(&mut complaints).unwrap();
+    assert!(
+        listened.status.success(),
+        "result listener: {}\n{complaints}",
+        listened.status
+    );
+    let listened: Listened = serde_json::from_slice(&listened.stdout).unwrap();
     let output = child.wait_with_output().unwrap();
     Heard {
         status: output.status,
         log: String::from_utf8_lossy(&output.stderr).into_owned(),
-        features: heard.0,
-        matches: heard.1,
-        last_diagnostics: heard.2,
+        features: listened.features,
+        matches: listened.matches,
+        last_diagnostics: listened.diagnostics,
     }
 }
 
-fn seconds(time: &Time) -> f64 {
-    time.as_secs_f64()
+fn seconds((sec, nanosec): (i32, u32)) -> f64 {
+    sec as f64 + nanosec as f64 * 1e-9
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -134,39 +174,49 @@ fn every_frame_of_a_video_file_gives_features_and_temporal_matches() {
             "input.realtime:=false",
             "input.frame_id:=vtest",
         ],
+        false,
     );
     assert!(heard.status.success(), "{}\n{}", heard.status, heard.log);
     assert!(heard.log.contains("end of"), "{}", heard.log);
 
     assert_eq!(heard.features.len(), truth.frames, "{}", heard.log);
     for f in &heard.features {
-        assert_eq!(f.header.frame_id, "vtest");
-        assert_eq!((f.image_width, f.image_height), (truth.width, truth.height));
-        assert!(f.x.len() > 500, "{} keypoints on a real frame", f.x.len());
+        assert_eq!(f.frame_id, "vtest");
+        assert_eq!((f.width, f.height), (truth.width, truth.height));
+        assert!(
+            f.keypoints > 500,
+            "{} keypoints on a real frame",
+            f.keypoints
+        );
     }
     // Stamped at capture, in capture order.
-    let stamps: Vec<f64> = heard
-        .features
-        .iter()
-        .map(|f| seconds(&f.header.stamp))
-        .collect();
+    let stamps: Vec<f64> = heard.features.iter().map(|f| seconds(f.stamp)).collect();
     assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{stamps:?}");
 
     // Each frame after the first matched against the one before it.
-    assert_eq!(heard.matches.len(), truth.frames - 1);
+    assert_eq!(heard.matches.len(), truth.frames - 1, "{}", heard.log);
     for (m, pair) in heard.matches.iter().zip(heard.features.windows(2)) {
         assert_eq!(m.mode, "temporal");
-        assert_eq!(m.header, pair[1].header);
-        assert_eq!(m.train_header, pair[0].header);
+        assert_eq!((m.stamp, &m.frame_id), (pair[1].stamp, &pair[1].frame_id));
+        assert_eq!(
+            (m.train_stamp, &m.train_frame_id),
+            (pair[0].stamp, &pair[0].frame_id)
+        );
         // A fixed camera watching people walk: most corners stay put between frames.
         assert!(
-            m.query_idx.len() * 2 > pair[1].x.len(),
+            m.query_idx.len() * 2 > pair[1].keypoints,
             "{} matches for {} keypoints",
             m.query_idx.len(),
-            pair[1].x.len()
+            pair[1].keypoints
         );
-        assert!(m.query_idx.iter().all(|&i| (i as usize) < pair[1].x.len()));
-        assert!(m.train_idx.iter().all(|&i| (i as usize) < pair[0].x.len()));
+        assert!(m
+            .query_idx
+            .iter()
+            .all(|&i| (i as usize) < pair[1].keypoints));
+        assert!(m
+            .train_idx
+            .iter()
+            .all(|&i| (i as usize) < pair[0].keypoints));
     }
     assert_eq!(
         heard.diagnostic("frames_processed"),
@@ -189,7 +239,7 @@ fn an_image_sequence_is_read_in_order_and_converted_as_the_library_reads_files()
     }
     let pattern = dir.path().join("frame_%03d.png");
     let param = format!("input.device:={}", pattern.display());
-    let heard = run_and_listen(domain(1), &[&param, "input.realtime:=false"]);
+    let heard = run_and_listen(domain(1), &[&param, "input.realtime:=false"], true);
     assert!(heard.status.success(), "{}\n{}", heard.status, heard.log);
     assert_eq!(heard.features.len(), sources.len(), "{}", heard.log);
 
@@ -202,9 +252,13 @@ fn an_image_sequence_is_read_in_order_and_converted_as_the_library_reads_files()
     for (message, name) in heard.features.iter().zip(sources) {
         let image = GrayImage::open(&test_data(name)).unwrap();
         let expected = extractor.extract(&image).unwrap();
-        assert_eq!(message.image_width as usize, image.width(), "{name}");
+        assert_eq!(message.width as usize, image.width(), "{name}");
         assert_eq!(message.x, expected.keypoints.x, "{name}");
-        assert_eq!(message.descriptors, expected.descriptors.data, "{name}");
+        assert_eq!(
+            message.descriptors,
+            hex(&expected.descriptors.data),
+            "{name}"
+        );
     }
 }
 
@@ -213,15 +267,15 @@ fn a_gstreamer_pipeline_is_read_and_its_silence_ends_the_node_without_spinning()
     let pipeline = "input.device:=videotestsrc pattern=ball num-buffers=20 \
         ! video/x-raw,width=320,height=240 ! videoconvert ! video/x-raw,format=BGR ! appsink";
     let started = Instant::now();
-    let heard = run_and_listen(domain(3), &[pipeline, "input.frame_id:=gst"]);
+    let heard = run_and_listen(domain(3), &[pipeline, "input.frame_id:=gst"], false);
     // A live source does not wait for subscribers: the first frames may go out before
     // discovery has matched the listener, so every frame is counted by the node itself.
     assert_eq!(heard.diagnostic("frames_processed"), "20", "{}", heard.log);
     assert!((10..=20).contains(&heard.features.len()), "{}", heard.log);
     for f in &heard.features {
-        assert_eq!(f.header.frame_id, "gst");
-        assert_eq!((f.image_width, f.image_height), (320, 240));
-        assert!(!f.x.is_empty(), "a moving ball has corners");
+        assert_eq!(f.frame_id, "gst");
+        assert_eq!((f.width, f.height), (320, 240));
+        assert!(f.keypoints > 0, "a moving ball has corners");
     }
     assert!(!heard.matches.is_empty());
     // A pipeline is a live source: after its last buffer it is lost, not finished.
@@ -243,12 +297,22 @@ fn failed_start(params: &[&str]) -> String {
 fn unusable_sources_stop_the_start_with_a_clear_message() {
     let not_a_video = test_data("H1to3p.xml");
     let not_a_video = format!("input.device:={}", not_a_video.display());
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "this is not a video\n").unwrap();
+    let text = format!("input.device:={}", text.display());
+    let png = std::fs::read(test_data("graf1.png")).unwrap();
+    let truncated_png = dir.path().join("truncated.png");
+    std::fs::write(&truncated_png, &png[..png.len() / 3]).unwrap();
+    let truncated_png = format!("input.device:={}", truncated_png.display());
     for (params, expected) in [
         (
             &["input.device:=/nonexistent/clip.avi"][..],
             "/nonexistent/clip.avi: no such file",
         ),
         (&[not_a_video.as_str()], "cannot be opened"),
+        (&[text.as_str()], "cannot be opened"),
+        (&[truncated_png.as_str()], "no frame could be decoded"),
         (&["input.device:=63"], "camera 63: cannot be opened"),
         (
             &["input.device:=videotestsrc ! no_such_element ! appsink"],
@@ -260,5 +324,9 @@ fn unusable_sources_stop_the_start_with_a_clear_message() {
         let stderr = failed_start(params);
         assert!(stderr.contains(expected), "{params:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{params:?}: {stderr}");
+        // OpenCV's and GStreamer's own complaints stay out of the node's output.
+        for noise in ["CRITICAL", "[ WARN", "[ERROR"] {
+            assert!(!stderr.contains(noise), "{params:?}: {stderr}");
+        }
     }
 }

@@ -1,8 +1,9 @@
 // OpenCV's fastAtan2 (degrees in [0, 360]): a degree-7 odd polynomial for atan on
 // [0, 1]. Same constants and operation order as src/cpu/sift/fastmath.rs, but the
 // ratio is the hardware's approximate division (reciprocal and multiply, ~2 ulp) and
-// multiply-adds contract: results move by an ulp or so, within issue 4's tolerance,
-// for a tenth of the instructions of the IEEE division and its slow-path branch.
+// multiply-adds contract: results move by an ulp or so, within the CPU parity tolerance
+// of tests/cuda_sift.rs, for a tenth of the instructions of the IEEE division and its
+// slow-path branch.
 #pragma once
 
 __device__ __forceinline__ float fast_atan2_degrees(float y, float x) {

@@ -2,8 +2,8 @@
 // (docs/sift-reference.md sections 4-5): a Gaussian level's central-difference gradient
 // at one pixel, its magnitude times the window's Gaussian weight, and its direction in
 // degrees (OpenCV's fastAtan2). The square root and the exponential are the hardware's
-// approximate ones (a few ulp): issue 4's parity is a tolerance, and the IEEE versions
-// cost a dozen instructions and a branch per sample.
+// approximate ones (a few ulp): parity with the CPU is a tolerance (tests/cuda_sift.rs),
+// and the IEEE versions cost a dozen instructions and a branch per sample.
 #pragma once
 
 #include "common/fast_atan2.cuh"

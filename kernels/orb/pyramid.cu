@@ -6,10 +6,11 @@
 // from level l-1, so levels depend on each other across the whole image: the kernel is
 // launched cooperatively with a grid the device holds at once and waits at a grid-wide
 // barrier after each level (a variant that resized two levels per phase, recomputing
-// the first one's pixels, saved barriers but cost more loads than they did:
-// perf/RESULTS.md, helper orbcuda). The grid is no larger than the largest level's
-// runs of pixels need (src/cuda/orb.rs): a block without a run only adds an arrival
-// to every barrier, and at 640x480 the H200 holds four times more blocks than that.
+// the first one's pixels, saved four barriers but read each pixel of the second level
+// 16 times: more load traffic than the barriers cost). The grid is no larger than the
+// largest level's runs of pixels need (src/cuda/orb.rs): a block without a run only
+// adds an arrival to every barrier, and at 640x480 the H200 holds four times more
+// blocks than that.
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
 

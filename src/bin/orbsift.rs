@@ -66,6 +66,10 @@ enum Command {
         /// Run the GPU pipeline on this many SMs only, in a green context (CUDA backend).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         sm_limit: Option<u32>,
+        /// Launch the GPU kernels one by one instead of replaying each frame's captured
+        /// CUDA graph (CUDA backend): to profile plain launches or measure the graph's gain.
+        #[arg(long)]
+        no_graph: bool,
     },
     /// Kernel housekeeping that needs NVRTC but no GPU.
     #[cfg(feature = "cuda")]
@@ -196,6 +200,7 @@ fn run(command: Command) -> Result<()> {
             iterations,
             threads,
             sm_limit,
+            no_graph,
         } => {
             let config = params.load()?;
             let sources = if image.is_empty() {
@@ -221,7 +226,12 @@ fn run(command: Command) -> Result<()> {
                 name: "--threads".into(),
                 reason: err.to_string(),
             })?;
-            pool.install(|| bench::run(&config, &sources, iterations as usize, sm_limit))
+            let options = bench::Options {
+                iterations: iterations as usize,
+                sm_limit,
+                graph: !no_graph,
+            };
+            pool.install(|| bench::run(&config, &sources, &options))
         }
         #[cfg(feature = "cuda")]
         Command::Kernels { command } => command.run(&mut std::io::stdout().lock()),

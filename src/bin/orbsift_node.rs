@@ -25,8 +25,8 @@ mod serve {
     use orbsift::{Config, Result};
 
     /// After the end of a file the writers stay this long: a reader that lost a sample of
-    /// the last frames gets it repaired on the writer's next heartbeat, which an exiting
-    /// node would no longer send.
+    /// the last frames (or the final totals on `/diagnostics`) gets it repaired on the
+    /// writer's next heartbeat, which an exiting node would no longer send.
     const END_OF_INPUT_LINGER: Duration = Duration::from_secs(1);
 
     /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
@@ -59,6 +59,9 @@ mod serve {
         std::thread::scope(|scope| {
             let (node, source) = (&mut node, &mut source);
             let worker = scope.spawn(move || {
+                if let Err(err) = orbsift::transport::priority::yield_to_transport() {
+                    log::warn!("the processing thread keeps its priority: {err}");
+                }
                 let ran = node.run(source.as_mut(), &outputs, shutdown.flag());
                 shutdown.request(Reason::InputEnded);
                 ran
@@ -114,9 +117,21 @@ fn start(_args: &[String]) -> Result<()> {
     ))
 }
 
+/// What is logged unless `RUST_LOG` says otherwise.
+fn default_log_filter() -> &'static str {
+    // Outside a ROS environment ROS_DISTRO is unset, which is normal for the embedded DDS
+    // node; ros2-client would warn about it on every start. Only that check logs from
+    // `ros2_client::distributions`, so with ROS_DISTRO set (a distro mismatch) it still warns.
+    if std::env::var_os("ROS_DISTRO").is_some() {
+        "info,rustdds=warn,ros2_client=warn"
+    } else {
+        "info,rustdds=warn,ros2_client=warn,ros2_client::distributions=error"
+    }
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,rustdds=warn,ros2_client=warn"),
+        env_logger::Env::default().default_filter_or(default_log_filter()),
     )
     .init();
     let args: Vec<String> = std::env::args().skip(1).collect();

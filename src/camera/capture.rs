@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use opencv::core::{Mat, CV_8U};
+use opencv::core::{LogLevel, Mat, CV_8U};
 use opencv::prelude::*;
 use opencv::videoio::{self, VideoCapture};
 
@@ -210,6 +210,11 @@ fn camera_error(device: &Device, reason: impl Into<String>) -> Error {
 }
 
 fn open_video(device: &Device) -> Result<VideoCapture> {
+    // OpenCV tries its backends one after another and logs each one's complaint, some of
+    // them later from GStreamer's threads: the node reports a source that cannot be opened
+    // or read itself (an error naming the device, rejected frames in the diagnostics), so
+    // OpenCV's own log stays quiet for the life of the process.
+    let _ = opencv::core::set_log_level(LogLevel::LOG_LEVEL_SILENT);
     let opened = match device {
         Device::Index(index) => VideoCapture::new(*index, videoio::CAP_V4L2),
         Device::File(path) => VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY),

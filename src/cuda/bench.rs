@@ -18,6 +18,31 @@ const SIFT_MATCH_RUNS: usize = 20;
 const SIFT_MATCH_MIN_RUNS: usize = 3;
 const SIFT_MATCH_BUDGET_S: f64 = 1.0;
 
+/// How the bench opens the GPU pipeline.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuSetup {
+    pub memory: MemoryMode,
+    /// Run on this many SMs only, in a green context where the driver has one.
+    pub sm_limit: Option<u32>,
+    /// Replay each frame's kernels as one captured CUDA graph; `false` launches them
+    /// one by one, to profile plain launches or to measure what the graph saves.
+    pub graph: bool,
+}
+
+impl GpuSetup {
+    fn open_orb(&self, config: &OrbConfig) -> Result<CudaOrbExtractor> {
+        let mut gpu = CudaOrbExtractor::new(config.clone(), self.memory, self.sm_limit)?;
+        gpu.set_graph(self.graph);
+        Ok(gpu)
+    }
+
+    fn open_sift(&self, config: &SiftConfig) -> Result<CudaSiftExtractor> {
+        let mut gpu = CudaSiftExtractor::new(config.clone(), self.memory, self.sm_limit)?;
+        gpu.set_graph(self.graph);
+        Ok(gpu)
+    }
+}
+
 /// One `BENCH` line. ORB: `match_ms_median` is the cost of fused matching against a
 /// resident train set of the same size (extraction with it minus extraction without).
 /// SIFT: the frame's descriptors matched against themselves by the configured matcher.
@@ -99,13 +124,12 @@ fn first_frame(frames: &[GrayImage]) -> Result<&GrayImage> {
 /// frames, first alone, then with the first frame's descriptors as resident train set.
 pub fn bench_orb(
     config: &OrbConfig,
-    memory: MemoryMode,
-    sm_limit: Option<u32>,
+    setup: GpuSetup,
     frames: &[GrayImage],
     warmup: usize,
     iterations: usize,
 ) -> Result<GpuBench> {
-    let mut gpu = CudaOrbExtractor::new(config.clone(), memory, sm_limit)?;
+    let mut gpu = setup.open_orb(config)?;
     let first = first_frame(frames)?;
     let run = |gpu: &mut CudaOrbExtractor| {
         time_frames(frames, warmup, iterations, |image| {
@@ -167,14 +191,13 @@ fn result_interval_ms(
 /// Streams `frames` through one extractor, first one frame at a time, then pipelined.
 pub fn bench_orb_throughput(
     config: &OrbConfig,
-    memory: MemoryMode,
-    sm_limit: Option<u32>,
+    setup: GpuSetup,
     frames: &[GrayImage],
     warmup: usize,
     iterations: usize,
 ) -> Result<Throughput> {
     first_frame(frames)?;
-    let mut gpu = CudaOrbExtractor::new(config.clone(), memory, sm_limit)?;
+    let mut gpu = setup.open_orb(config)?;
     let serial_ms_per_frame = result_interval_ms(frames, warmup, iterations, |image| {
         gpu.extract(image).map(Some)
     })?;
@@ -192,14 +215,13 @@ pub fn bench_orb_throughput(
 /// features against themselves (wall clock, up to [`SIFT_MATCH_RUNS`] runs).
 pub fn bench_sift(
     config: &SiftConfig,
-    memory: MemoryMode,
-    sm_limit: Option<u32>,
+    setup: GpuSetup,
     frames: &[GrayImage],
     warmup: usize,
     iterations: usize,
     matcher: &mut dyn Matcher,
 ) -> Result<GpuBench> {
-    let mut gpu = CudaSiftExtractor::new(config.clone(), memory, sm_limit)?;
+    let mut gpu = setup.open_sift(config)?;
     let first = first_frame(frames)?;
     let mut timed = time_frames(frames, warmup, iterations, |image| {
         let f = gpu.extract(image)?;

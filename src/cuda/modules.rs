@@ -73,8 +73,9 @@ const fn module(
 }
 
 /// Every module the backend loads. ORB modules are bit-exact with the CPU reference.
-/// SIFT's float kernels contract multiply-adds: issue 4's parity is a tolerance (0.05 px,
-/// 1 % descriptor L2), and separate FMUL + FADD cost the blur a third more instructions.
+/// SIFT's float kernels contract multiply-adds: their parity with the CPU is a tolerance
+/// (0.05 px, 1 % descriptor L2: tests/cuda_sift.rs), and separate FMUL + FADD cost the
+/// blur a third more instructions.
 pub const MODULES: [KernelModule; 13] = [
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), Exact),
     module("orb_detect", kernel_file!("orb/detect.cu"), Exact),

@@ -336,7 +336,7 @@ impl CudaOrbExtractor {
             config,
             gpu,
             unified,
-            use_graph: std::env::var_os("ORBSIFT_NO_GRAPH").is_none(),
+            use_graph: true,
             kernels,
             constants,
             train: None,
@@ -348,6 +348,14 @@ impl CudaOrbExtractor {
 
     pub fn is_unified(&self) -> bool {
         self.unified
+    }
+
+    /// `false` launches each frame's kernels one by one instead of replaying the
+    /// frame's captured CUDA graph (on by default): to profile plain launches or to
+    /// measure what the graph saves.
+    pub fn set_graph(&mut self, enabled: bool) {
+        self.plan_graph_reset();
+        self.use_graph = enabled;
     }
 
     /// Keeps `train` on the GPU: later frames match against it while describing.

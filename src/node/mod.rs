@@ -22,7 +22,7 @@ pub use camera::CameraSource;
 #[cfg(not(feature = "camera"))]
 pub use no_camera::CameraSource;
 pub use parameters::LiveParameters;
-pub use source::{Camera, Frame, FrameSource, Next, Pixels};
+pub use source::{Arrivals, Camera, Frame, FrameSource, Next, Pixels};
 pub use throttle::Throttle;
 pub use topic::{InputQueue, TopicSource};
 
@@ -156,7 +156,7 @@ impl Node {
             }
             let now = Instant::now();
             if now >= next_report {
-                let report = self.diagnostics(source.dropped());
+                let report = self.diagnostics(source.dropped(), source.arrivals());
                 let counts = stats::frame_counts(&report);
                 if logged_counts.as_ref() != Some(&counts) {
                     log::info!("{}", stats::summary(&report));
@@ -168,13 +168,13 @@ impl Node {
             }
         };
         // The totals, for whoever watches the diagnostics of a finished file.
-        let report = self.diagnostics(source.dropped());
+        let report = self.diagnostics(source.dropped(), source.arrivals());
         self.publish(outputs.publish_diagnostics(report));
         ended
     }
 
-    /// The diagnostics report now; `dropped` comes from the frame source.
-    pub fn diagnostics(&mut self, dropped: u64) -> DiagnosticArray {
+    /// The diagnostics report now; `dropped` and `arrivals` come from the frame source.
+    pub fn diagnostics(&mut self, dropped: u64, arrivals: Option<Arrivals>) -> DiagnosticArray {
         let device = self.extractor.device_name();
         let who = Identity {
             node_name: &self.name,
@@ -182,7 +182,7 @@ impl Node {
             backend: self.extractor.backend_name(),
             device: &device,
         };
-        self.stats.report(&who, dropped)
+        self.stats.report(&who, dropped, arrivals)
     }
 
     /// Frames rejected so far.

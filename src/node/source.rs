@@ -82,6 +82,15 @@ pub enum Next {
     End,
 }
 
+/// What a transport delivered to the node and what its stack lost on the way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrivals {
+    /// Messages handed to the node, readable or not.
+    pub received: u64,
+    /// Messages the stack skipped (gaps in a publisher's sequence numbers).
+    pub lost_in_stack: u64,
+}
+
 /// Where the node's frames come from.
 pub trait FrameSource: Send {
     /// The next frame, or what happened instead, waiting until `deadline` at most.
@@ -91,6 +100,11 @@ pub trait FrameSource: Send {
     /// Frames the source let go before the node saw them, because newer ones
     /// replaced them (the latest frame wins) or the playback clock passed them.
     fn dropped(&self) -> u64;
+
+    /// What a transport delivered and lost; `None` for a source read in-process.
+    fn arrivals(&self) -> Option<Arrivals> {
+        None
+    }
 
     /// Whether reading should wait until `features` has a subscriber, so that no
     /// frame of a stored video is processed for nobody.

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::Arrivals;
 use crate::msgs::{DiagnosticArray, DiagnosticStatus, Header, KeyValue, Time};
 
 /// Latencies kept for the percentiles: the last few seconds at camera rates.
@@ -128,8 +129,14 @@ impl Stats {
         self.rejected
     }
 
-    /// The report; fps covers the frames since the previous report.
-    pub fn report(&mut self, who: &Identity<'_>, dropped: u64) -> DiagnosticArray {
+    /// The report; fps covers the frames since the previous report. `arrivals` (topic
+    /// input) adds what the transport received and what its stack lost.
+    pub fn report(
+        &mut self,
+        who: &Identity<'_>,
+        dropped: u64,
+        arrivals: Option<Arrivals>,
+    ) -> DiagnosticArray {
         let elapsed = self.window_start.elapsed().as_secs_f64();
         let fps = if elapsed > 0.0 {
             self.window_frames as f64 / elapsed
@@ -145,7 +152,7 @@ impl Stats {
         self.window_match_sets = 0;
         let (p50, p99) = p50_p99(&self.latencies);
         let (age_p50, age_p99) = p50_p99(&self.ages);
-        let pairs = [
+        let mut pairs = vec![
             ("algorithm", who.algorithm.to_string()),
             ("backend", who.backend.to_string()),
             ("device", who.device.to_string()),
@@ -162,6 +169,12 @@ impl Stats {
             ("frames_failed", self.failed.to_string()),
             ("last_rejection", self.last_rejection.clone()),
         ];
+        if let Some(arrivals) = arrivals {
+            pairs.extend([
+                ("frames_received", arrivals.received.to_string()),
+                ("frames_lost_in_stack", arrivals.lost_in_stack.to_string()),
+            ]);
+        }
         let healthy = self.failed == 0;
         DiagnosticArray {
             header: Header {

@@ -184,7 +184,7 @@ fn bad_frames_are_counted_skipped_and_the_node_goes_on() {
     assert_eq!(matches.len(), 1);
     assert_eq!(matches[0].train_header.stamp.sec, 1);
 
-    let report = node.diagnostics(3);
+    let report = node.diagnostics(3, None);
     let value = |key: &str| {
         let values = &report.status[0].values;
         values
@@ -303,7 +303,7 @@ fn diagnostics_report_keypoints_and_matches_per_frame_and_unreadable_frames() {
     node.handle(frame(Camera::Mono, 1, 0, 16), &out); // 2 keypoints
     node.handle(frame(Camera::Mono, 2, 0, 32), &out); // 4 keypoints, 2 matches
     node.unreadable(1, "camera 0 gave no frame".into());
-    let report = node.diagnostics(0);
+    let report = node.diagnostics(0, None);
     assert_eq!(report.value("keypoints_per_frame"), Some("3"));
     assert_eq!(report.value("matches_per_frame"), Some("2"));
     assert_eq!(report.value("frames_processed"), Some("2"));
@@ -465,7 +465,7 @@ fn compressed_frames_are_decoded_as_files_are_and_bad_ones_rejected_with_the_rea
     ];
     for (frame, reason) in cases {
         node.handle(frame, &out);
-        let report = node.diagnostics(0);
+        let report = node.diagnostics(0, None);
         let last = report.value("last_rejection").unwrap().to_string();
         assert!(last.contains(reason), "{reason}: {last}");
     }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::source::{Camera, Frame, FrameSource, Next};
+use super::source::{Arrivals, Camera, Frame, FrameSource, Next};
 use crate::error::Result;
 
 impl Camera {
@@ -19,6 +19,7 @@ impl Camera {
 #[derive(Default)]
 struct Slots {
     frames: [Option<Frame>; 3],
+    arrivals: Arrivals,
     dropped: u64,
     unreadable: u64,
     last_unreadable: String,
@@ -26,7 +27,8 @@ struct Slots {
 }
 
 /// Latest-frame-wins slots, one per camera; replaced frames are counted as dropped,
-/// messages that could not be decoded as unreadable.
+/// messages that could not be decoded as unreadable, and every message the transport
+/// delivered as received.
 #[derive(Default)]
 pub struct InputQueue {
     slots: Mutex<Slots>,
@@ -48,6 +50,7 @@ impl InputQueue {
     /// Queues `frame`, replacing (and counting) an unprocessed one of the same camera.
     pub fn put(&self, frame: Frame) {
         let mut slots = self.lock();
+        slots.arrivals.received += 1;
         if slots.frames[frame.camera.slot()].replace(frame).is_some() {
             slots.dropped += 1;
         }
@@ -57,6 +60,7 @@ impl InputQueue {
     /// Counts a message that arrived but could not be decoded.
     pub fn unreadable(&self, reason: String) {
         let mut slots = self.lock();
+        slots.arrivals.received += 1;
         slots.unreadable += 1;
         slots.last_unreadable = reason;
         self.ready.notify_one();
@@ -96,6 +100,17 @@ impl InputQueue {
         }
     }
 
+    /// Counts `count` messages the transport's stack lost before delivering them
+    /// (sequence numbers it skipped).
+    pub fn lost_in_stack(&self, count: u64) {
+        self.lock().arrivals.lost_in_stack += count;
+    }
+
+    /// What the transport delivered and lost so far.
+    pub fn arrivals(&self) -> Arrivals {
+        self.lock().arrivals
+    }
+
     /// Frames replaced before they were processed.
     pub fn dropped(&self) -> u64 {
         self.lock().dropped
@@ -118,5 +133,9 @@ impl FrameSource for TopicSource {
 
     fn dropped(&self) -> u64 {
         self.0.dropped()
+    }
+
+    fn arrivals(&self) -> Option<Arrivals> {
+        Some(self.0.arrivals())
     }
 }

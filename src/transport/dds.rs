@@ -4,13 +4,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
-use ros2_client::dds::rustdds::DomainParticipant;
-use ros2_client::dds::{Context, ContextOptions, Node as RosNode, Publisher, Subscription};
+use ros2_client::dds::rustdds::{DomainParticipant, DomainParticipantBuilder};
+use ros2_client::dds::{Context, Node as RosNode, Publisher, Subscription};
 use ros2_client::qos::{History, QosProfile, Reliability, WhenFull};
 use ros2_client::service::{Server, ServiceMapping};
-use ros2_client::{MessageTypeName, Name, NodeName, NodeOptions, ServiceTypeName};
+use ros2_client::{Gid, MessageTypeName, Name, NodeName, NodeOptions, ServiceTypeName};
 
 use super::qos::{self, Qos};
+use super::receive_buffer;
+use super::sequence_gaps::SequenceGaps;
 use super::{image_topic, RosArgs, Shutdown, Transport};
 use crate::config::ImageTransport;
 use crate::error::{Error, Result};
@@ -64,9 +66,17 @@ pub struct DdsEndpoint {
 impl DdsEndpoint {
     /// Joins `domain_id` as the node `args` names.
     pub fn new(args: RosArgs, domain_id: u16) -> Result<Self> {
-        let context = Context::with_options(ContextOptions::new().domain_id(domain_id)).map_err(
-            transport_error(format!("cannot join DDS domain {domain_id}")),
-        )?;
+        let buffer = receive_buffer::plan(receive_buffer::WANTED, receive_buffer::rmem_max());
+        if let Some(warning) = &buffer.warning {
+            log::warn!("{warning}");
+        }
+        let cannot_join = format!("cannot join DDS domain {domain_id}");
+        let participant = DomainParticipantBuilder::new(domain_id)
+            .socket_receive_buffer_size(buffer.request)
+            .build()
+            .map_err(transport_error(cannot_join.clone()))?;
+        let context =
+            Context::from_domain_participant(participant).map_err(transport_error(cannot_join))?;
         let node_name = NodeName::new(&args.namespace, &args.node_name).map_err(|err| {
             Error::RosArgs(format!(
                 "invalid node name {}: {err:?}",
@@ -309,25 +319,36 @@ impl DdsTransport {
     }
 }
 
-/// Feeds every message of `subscription` into `queue`, counting undecodable ones.
+/// Feeds every message of `subscription` into `queue`, counting undecodable ones and
+/// the ones the stack skipped, until `shutdown` is requested.
 async fn receive<M>(
     camera: Camera,
     subscription: &Subscription<M>,
     queue: &InputQueue,
     frame: fn(Camera, M) -> Frame,
+    shutdown: &Shutdown,
 ) where
     M: RosMessage + 'static,
 {
-    subscription
-        .async_stream()
-        .for_each(|received| {
-            match received {
-                Ok((message, _info)) => queue.put(frame(camera, message)),
-                Err(err) => queue.unreadable(format!("cannot decode a {}: {err}", M::NAME)),
+    let mut gaps = SequenceGaps::<Gid>::default();
+    let mut messages = std::pin::pin!(subscription.async_stream());
+    // Under a flood the stream is always ready and never yields to the executor: the
+    // stop request is looked at after every message, not only when the stream waits.
+    while let Some(received) = messages.next().await {
+        match received {
+            Ok((message, info)) => {
+                let skipped = gaps.observe(&info.publisher_gid(), info.sequence_number());
+                if skipped > 0 {
+                    queue.lost_in_stack(skipped);
+                }
+                queue.put(frame(camera, message))
             }
-            futures::future::ready(())
-        })
-        .await
+            Err(err) => queue.unreadable(format!("cannot decode a {}: {err}", M::NAME)),
+        }
+        if shutdown.is_requested() {
+            break;
+        }
+    }
 }
 
 impl Transport for DdsTransport {
@@ -402,10 +423,11 @@ impl Transport for DdsTransport {
             .iter()
             .map(|(camera, subscription, queue)| match subscription {
                 ImageSubscription::Raw(raw) => {
-                    receive(*camera, raw, queue, Frame::from_image).boxed_local()
+                    receive(*camera, raw, queue, Frame::from_image, shutdown).boxed_local()
                 }
                 ImageSubscription::Compressed(compressed) => {
-                    receive(*camera, compressed, queue, Frame::from_compressed).boxed_local()
+                    receive(*camera, compressed, queue, Frame::from_compressed, shutdown)
+                        .boxed_local()
                 }
             })
             .collect();

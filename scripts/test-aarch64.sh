@@ -172,8 +172,9 @@ dpkg-deb --info "$deb" postinst | grep 'deb-systemd-helper enable' >/dev/null ||
     fail "postinst does not enable the unit"
 
 step lintian
-# Warnings fail, what is explained in packaging/lintian-overrides is shown as overridden.
-lintian --fail-on error,warning --show-overrides --info "$deb"
+# Errors and warnings fail; packaging/lintian-overrides gives each override its reason.
+# (With --show-overrides --info, lintian 2.116 exits 2 here though every tag is overridden.)
+lintian --fail-on error,warning "$deb"
 
 installed="$work/installed"
 mkdir -p "$installed"

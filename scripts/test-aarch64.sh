@@ -192,11 +192,12 @@ fi
 echo "orbsift.service: verified"
 
 step "the packaged orbsift_node under qemu against the Cyclone DDS peer"
+# qemu itself in the background (not through run_arm, whose subshell would leave it running).
 domain=$((150 + $$ % 80))
 mkdir -p "$work/node-kernels"
 ROS_DOMAIN_ID=$domain LD_LIBRARY_PATH="$installed/usr/lib/orbsift/nvrtc" \
     ORBSIFT_KERNEL_CACHE="$work/node-kernels" \
-    run_arm "$installed/usr/bin/orbsift_node" --ros-args \
+    "$qemu" -L /usr/aarch64-linux-gnu "$installed/usr/bin/orbsift_node" --ros-args \
     --params-file "$installed/etc/orbsift/orbsift.yaml" >"$work/node.log" 2>&1 &
 node_pid=$!
 trap 'kill "$node_pid" 2>/dev/null || true' EXIT

@@ -7,7 +7,9 @@
 # 2. the workspace recipe of docs/ros-node.md, as written, in .ros/ws: colcon builds
 #    orbsift (colcon-ros-cargo, cargo-ament-build) into install/, reusing step 1's build;
 # 3. `ros2 launch orbsift orbsift.launch.py` with launch and launch_ros from
-#    ../shared/peers/ros2-launch, seen and fed by rclpy (tests/ros_launch.rs).
+#    ../shared/peers/ros2-launch, seen and fed by rclpy (tests/ros_launch.rs);
+# 4. the rclpy peer tests (tests/node_rclpy.rs) against that r2r node, as `cargo test`
+#    ran them against the embedded DDS node.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,12 +27,16 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # nothing there), with the default features, before ROS is sourced: sourcing it changes
 # CMAKE_PREFIX_PATH, which the opencv crate's build watches. Built with the r2r features
 # instead, the dev-dependencies' features would compile r2r a second time.
-launch_test="$(cargo test --test ros_launch --no-run --message-format=json |
-    python3 -c 'import json, sys
+test_binary() {
+    cargo test --test "$1" --no-run --message-format=json |
+        python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "ros_launch" and m["executable"]:
-        print(m["executable"])')"
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m["executable"]:
+        print(m["executable"])' "$1"
+}
+launch_test="$(test_binary ros_launch)"
+rclpy_test="$(test_binary node_rclpy)"
 
 set +u # the venv's activate and colcon's scripts read unset variables
 # shellcheck disable=SC1091
@@ -82,3 +88,6 @@ set -u
 # 3. ros2 launch.
 export PYTHONPATH="$launch_peer/src${PYTHONPATH:+:$PYTHONPATH}"
 "$launch_test" --ignored --test-threads=1
+
+# 4. rclpy against the r2r node.
+ORBSIFT_TEST_R2R_NODE="$node" "$rclpy_test" --test-threads=1

@@ -363,6 +363,7 @@ fn started_node(domain: &str) -> Running {
 #[test]
 fn sigint_and_sigterm_end_the_node_with_status_0_within_a_second() {
     let domain = domain(5);
+    let transport = common::ros::node_under_test().1;
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let mut node = started_node(&domain);
         let sent = Instant::now();
@@ -370,10 +371,11 @@ fn sigint_and_sigterm_end_the_node_with_status_0_within_a_second() {
         assert_eq!(unsafe { libc::kill(node.0.id() as i32, signal) }, 0);
         let status = node
             .wait_timeout(Duration::from_secs(1))
-            .unwrap_or_else(|| panic!("the {NODE} node still runs 1 s after {name}"));
-        eprintln!("{NODE} node: {name} → {status} in {:?}", sent.elapsed());
+            .unwrap_or_else(|| panic!("the {transport} node still runs 1 s after {name}"));
+        eprintln!(
+            "{transport} node: {name} → {status} in {:?}",
+            sent.elapsed()
+        );
         assert!(status.success(), "{name}: {status}");
     }
 }
-
-const NODE: &str = common::ros::NODE_TRANSPORT;

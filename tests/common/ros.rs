@@ -77,15 +77,30 @@ fn with_large_data_profile(command: &mut Command) -> &mut Command {
     )
 }
 
-/// The transport `CARGO_BIN_EXE_orbsift_node` was built with: r2r when the tests are
-/// built with `--features r2r`, else the embedded DDS stack.
-pub const NODE_TRANSPORT: &str = if cfg!(feature = "r2r") { "r2r" } else { "dds" };
+/// An r2r-built `orbsift_node` to test instead of the one built with these tests: CI's
+/// scripts/test-ros.sh points it at its release r2r build, so the same test binary judges
+/// both transports without compiling r2r a second time for the tests' dev-dependencies.
+const R2R_NODE_VARIABLE: &str = "ORBSIFT_TEST_R2R_NODE";
+
+/// The node under test and its transport: the r2r node `ORBSIFT_TEST_R2R_NODE` names, else
+/// `CARGO_BIN_EXE_orbsift_node` (r2r when the tests are built with `--features r2r`, else
+/// the embedded DDS stack).
+pub fn node_under_test() -> (PathBuf, &'static str) {
+    match std::env::var_os(R2R_NODE_VARIABLE) {
+        Some(node) => (PathBuf::from(node), "r2r"),
+        None => (
+            PathBuf::from(env!("CARGO_BIN_EXE_orbsift_node")),
+            if cfg!(feature = "r2r") { "r2r" } else { "dds" },
+        ),
+    }
+}
 
 /// `orbsift_node` with `args` on `domain`; the r2r node runs in the ROS environment.
 pub fn node_command(args: &[&str], domain: &str) -> Command {
-    let node = OsStr::new(env!("CARGO_BIN_EXE_orbsift_node"));
+    let (node, transport) = node_under_test();
+    let node = node.as_os_str();
     let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    let mut command = if NODE_TRANSPORT == "r2r" {
+    let mut command = if transport == "r2r" {
         let mut command = in_ros_environment(node, &args);
         with_large_data_profile(&mut command);
         command
@@ -104,7 +119,11 @@ pub fn node_command(args: &[&str], domain: &str) -> Command {
 /// Starts the node, `exec`ed by bash when it needs the ROS environment, so the child's
 /// id is the node's (signals reach it).
 pub fn start_node(args: &[&str], domain: &str) -> Running {
-    eprintln!("orbsift_node over {NODE_TRANSPORT}: {}", args.join(" "));
+    eprintln!(
+        "orbsift_node over {}: {}",
+        node_under_test().1,
+        args.join(" ")
+    );
     Running(
         node_command(args, domain)
             .spawn()

@@ -25,7 +25,6 @@ import json
 import math
 import os
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -90,53 +89,14 @@ def load_average():
 
 
 def publish_cyclone(args, data, width, height):
-    from dataclasses import dataclass as idl_dataclass
-
     from cyclonedds.domain import DomainParticipant
-    from cyclonedds.idl import IdlStruct
-    from cyclonedds.idl.types import array, uint8, uint32
-    from cyclonedds._clayer import ddspy_write
-    from cyclonedds.pub import DataWriter
-    from cyclonedds.topic import Topic
 
     sys.path.insert(0, os.path.join(ROOT, "tests", "peer"))
-    from ros_msgs import Header, Time, qos
-
-    size = len(data)
-
-    # sensor_msgs/Image with `data` as its length and a byte array of this size: the same
-    # CDR as sequence<uint8>, packed in one copy instead of one value at a time (seconds
-    # per 1080p frame otherwise).
-    @idl_dataclass
-    class Image(IdlStruct, typename="sensor_msgs::msg::dds_::Image_"):
-        header: Header
-        height: uint32
-        width: uint32
-        encoding: str
-        is_bigendian: uint8
-        step: uint32
-        data_length: uint32
-        data: array[uint8, size]
+    from ros_msgs import frame_sender
 
     participant = DomainParticipant(args.domain)
-    writer = DataWriter(participant, Topic(participant, "rt/image", Image),
-                        qos(args.qos == "reliable", depth=5))
-
-    # Serialized once; each frame only rewrites its stamp (CDR: 4-byte encapsulation
-    # header, then sec and nanosec) and hands the bytes to the C writer, as
-    # DataWriter.write does after serializing: the Python serializer alone takes longer
-    # than a 30 Hz period for a 1080p frame.
-    template = Image(Header(Time(0, 0), FRAME_ID), height, width, "bgr8", 0, width * 3,
-                     len(data), data)
-    serialized = template.serialize(use_version_2=writer._use_version_2)
-    serialized = bytearray(serialized.ljust((len(serialized) + 3) & ~3, b"\0"))
-    stamp_at = struct.Struct("<iI" if serialized[1] == 1 else ">iI")
-
-    def send(stamp_ns):
-        stamp_at.pack_into(serialized, 4, stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-        if ddspy_write(writer._ref, serialized) < 0:
-            raise RuntimeError("cyclonedds write failed")
-
+    writer, send = frame_sender(participant, FRAME_ID, width, height, data,
+                                reliable=args.qos == "reliable")
     return (lambda: bool(writer.get_matched_subscriptions())), send
 
 

@@ -114,3 +114,43 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error and each cause its message does not already show, on one line: what the
+    /// binaries print, so a chain is read once.
+    pub fn one_line(&self) -> String {
+        let mut line = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !line.contains(&text) {
+                line.push_str(": ");
+                line.push_str(&text);
+            }
+            source = cause.source();
+        }
+        line.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// A cause that names a deeper cause only through `source()`.
+    #[derive(Debug, thiserror::Error)]
+    #[error("participant creation failed")]
+    struct Wrapped(#[source] std::io::Error);
+
+    #[test]
+    fn one_line_shows_every_cause_once() {
+        let err = Error::Transport {
+            what: "cannot join DDS domain 7".into(),
+            source: Box::new(Wrapped(std::io::Error::other("address in use"))),
+        };
+        assert_eq!(
+            err.one_line(),
+            "ROS transport: cannot join DDS domain 7: participant creation failed: address in use"
+        );
+    }
+}

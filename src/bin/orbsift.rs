@@ -1,7 +1,6 @@
 //! `orbsift`: extract and match features of image files, benchmark, print the config.
 //! The work lives in the library; this file parses arguments and reports errors.
 
-use std::error::Error as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -145,7 +144,7 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("orbsift: error: {}", with_sources(&err));
+            eprintln!("orbsift: error: {}", err.one_line());
             ExitCode::FAILURE
         }
     }
@@ -277,21 +276,6 @@ fn extract_logged(
         extractor.device_name()
     );
     Ok(features)
-}
-
-/// The error and every source not already quoted in its message, on one line.
-fn with_sources(err: &Error) -> String {
-    let mut line = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = cause.source();
-    }
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A failed write to standard output (a closed pipe, say) is an error, not a panic.

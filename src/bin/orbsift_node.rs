@@ -138,13 +138,7 @@ fn main() -> ExitCode {
     match start(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            let mut message = format!("orbsift_node: {err}");
-            let mut source = std::error::Error::source(&err);
-            while let Some(cause) = source {
-                message.push_str(&format!("\n  caused by: {cause}"));
-                source = cause.source();
-            }
-            eprintln!("{message}");
+            eprintln!("orbsift_node: {}", err.one_line());
             ExitCode::FAILURE
         }
     }

@@ -25,9 +25,11 @@ mod serve {
     use orbsift::{Config, Result};
 
     /// After the end of a file the writers stay this long: a reader that lost a sample of
-    /// the last frames (or the final totals on `/diagnostics`) gets it repaired on the
-    /// writer's next heartbeat, which an exiting node would no longer send.
-    const END_OF_INPUT_LINGER: Duration = Duration::from_secs(1);
+    /// the last frames (or the final totals on `/diagnostics`) gets it repaired after the
+    /// writer's next heartbeat, which an exiting node would no longer send. rustdds sends
+    /// one a second once its readers have acknowledged, so 1 s lost the last Matches in
+    /// some runs; 3 s covers two heartbeats and the repair.
+    const END_OF_INPUT_LINGER: Duration = Duration::from_secs(3);
 
     /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
     /// file (camera input without `input.loop`); errs on a start-up problem or a lost camera.

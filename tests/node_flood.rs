@@ -3,9 +3,11 @@
 //! being processed, its log stays quiet, it starts while the flood is already running,
 //! and SIGTERM ends it with status 0 within 2 s.
 
+mod common;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,19 +31,6 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn venv_python() -> PathBuf {
-    let python = root().join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the flood test needs the Python venv: bash scripts/setup.sh"
-    );
-    python
 }
 
 fn domain(offset: u32) -> String {
@@ -80,8 +69,8 @@ fn start_flood(
     (width, height): (u32, u32),
     rate: f64,
 ) -> (Running, Arc<Mutex<Progress>>) {
-    let mut child = Command::new(venv_python())
-        .arg(root().join("tests/peer/flood.py"))
+    let mut child = Command::new(common::peer::python())
+        .arg(common::peer::project_dir().join("tests/peer/flood.py"))
         .args([
             "--width",
             &width.to_string(),

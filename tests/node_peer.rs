@@ -2,7 +2,7 @@
 //! from Python (tests/peer/orbsift_peer.py) publishes real images and malformed
 //! frames and reports what the node answered; this test judges the report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,19 +12,9 @@ mod common;
 use common::node_report::check_exchange;
 use common::ros::Running;
 
-fn venv_python() -> PathBuf {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the peer test needs the Python venv: python3 -m venv .venv && \
-         .venv/bin/pip install -r tests/peer/requirements.txt"
-    );
-    python
-}
-
 fn run_peer(domain: &str) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut peer = Command::new(venv_python())
+    let mut peer = Command::new(common::peer::python())
         .arg(root.join("tests/peer/orbsift_peer.py"))
         .args([
             "--data",

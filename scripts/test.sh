@@ -13,6 +13,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # rclpy peer tests that `cargo test` runs source .ros/setup.bash, and test-ros.sh builds on it.
 bash scripts/setup-ros.sh
 
+# One build per run: incremental caches would only add gigabytes to a clean machine's disk.
+export CARGO_INCREMENTAL=0
 set -x
 cargo fmt --check
 .venv/bin/hadolint docker/Dockerfile*

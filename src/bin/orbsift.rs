@@ -11,9 +11,15 @@ use orbsift::draw::draw_matches;
 use orbsift::report::{write_json, FeaturesReport, MatchReport};
 use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage, Result};
 
-// The bench lives beside this file, out of the way of bin-target discovery.
+// The subcommands' code lives beside this file, out of the way of bin-target discovery.
 #[path = "orbsift/bench.rs"]
 mod bench;
+#[cfg(feature = "cuda")]
+#[path = "orbsift/gpu_bench.rs"]
+mod gpu_bench;
+#[cfg(feature = "cuda")]
+#[path = "orbsift/kernels.rs"]
+mod kernels;
 
 /// ORB and SIFT feature extraction and matching on NVIDIA GPUs, with a CPU reference.
 #[derive(Parser)]
@@ -83,7 +89,7 @@ enum Command {
     #[cfg(feature = "cuda")]
     Kernels {
         #[command(subcommand)]
-        command: orbsift::cuda::KernelsCommand,
+        command: kernels::KernelsCommand,
     },
     /// Print the effective parameters as a ROS 2 parameter file.
     Config {

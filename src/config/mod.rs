@@ -17,7 +17,8 @@ use serde_yaml::{Mapping, Value as Yaml};
 
 use crate::error::{Error, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     Orb,
@@ -34,7 +35,8 @@ impl Algorithm {
 }
 
 /// Where extraction runs. `auto` uses CUDA when a GPU is usable, else the CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
     Auto,

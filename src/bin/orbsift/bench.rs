@@ -1,7 +1,7 @@
 //! `orbsift bench`: a table for people and one `BENCH ...` line per size for scripts.
 //!
 //! On the CPU each call is timed with a wall clock. On the CUDA backend the GPU's
-//! events time extraction, upload and fused matching (`orbsift::cuda::bench`).
+//! events time extraction, upload and fused matching (`gpu_bench.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -219,7 +219,7 @@ fn gpu_row(
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
     use orbsift::config::Algorithm;
-    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
+    use crate::gpu_bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
     let (warmup, iterations) = (GPU_WARM_UP_RUNS, options.iterations);
     let setup = GpuSetup {
         memory: config.memory,
@@ -261,7 +261,7 @@ fn match_features(
     frames: &[GrayImage],
     target: usize,
 ) -> Result<(Config, Matched)> {
-    let (sift, features_mean) = orbsift::cuda::bench::sift_config_for_features(
+    let (sift, features_mean) = crate::gpu_bench::sift_config_for_features(
         &config.sift,
         config.memory,
         sm_limit,

@@ -3,13 +3,9 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::config::{MemoryMode, OrbConfig, SiftConfig};
-use crate::cuda::orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming};
-use crate::cuda::sift::CudaSiftExtractor;
-use crate::error::{Error, Result};
-use crate::extractor::{Extractor, Matcher};
-use crate::image::GrayImage;
-use crate::types::Features;
+use orbsift::config::MemoryMode;
+use orbsift::cuda::{CudaOrbExtractor, CudaOrbPipeline, CudaSiftExtractor, FrameTiming};
+use orbsift::{Error, Extractor, Features, GrayImage, Matcher, OrbConfig, Result, SiftConfig};
 
 /// Matching runs timed per size for SIFT: at most this many, and no more once
 /// [`SIFT_MATCH_BUDGET_S`] seconds were spent (a CPU matcher takes seconds a run at

@@ -10,10 +10,10 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use orbsift::config::MatchMode;
+use orbsift::config::{MatchMode, NodeConfig, NodeMatchConfig};
 use orbsift::msgs::{self, DiagnosticArray, Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node, Outputs};
-use orbsift::{Backend, Config, GrayImage, MatchConfig, Result};
+use orbsift::{Backend, Config, GrayImage, Result};
 
 /// Encodes every message to CDR, the work a transport does before sending.
 struct EncodingOutputs;
@@ -78,14 +78,17 @@ fn image_message(width: u32, height: u32) -> Image {
     }
 }
 
-fn node_config(backend: Backend) -> Config {
-    Config {
-        backend,
-        matching: MatchConfig {
-            mode: MatchMode::None,
-            ..MatchConfig::default()
+fn node_config(backend: Backend) -> NodeConfig {
+    NodeConfig {
+        library: Config {
+            backend,
+            ..Config::default()
         },
-        ..Config::default()
+        matching: NodeMatchConfig {
+            mode: MatchMode::None,
+            ..NodeMatchConfig::default()
+        },
+        ..NodeConfig::default()
     }
 }
 
@@ -100,7 +103,7 @@ fn latency_of(c: &mut Criterion, backend: Backend, (width, height): (u32, u32)) 
         }
     };
     let image = image_message(width, height);
-    let backend_name = node_backend_name(&config);
+    let backend_name = node_backend_name(&config.library);
     let mut group = c.benchmark_group("node");
     group.sample_size(30);
     group.bench_function(
@@ -115,7 +118,7 @@ fn latency_of(c: &mut Criterion, backend: Backend, (width, height): (u32, u32)) 
     );
     // The same frame through the extractor alone: the rest is the node's overhead.
     let gray = msgs::gray_from_image(&image, u64::MAX).expect("a valid frame");
-    let mut extractor = orbsift::create_extractor(&config).expect("the node's extractor");
+    let mut extractor = orbsift::create_extractor(&config.library).expect("the node's extractor");
     group.bench_function(
         format!("extraction alone, {width}x{height} ({backend_name} orb)"),
         |b| b.iter(|| extractor.extract(black_box(&gray))),

@@ -61,7 +61,6 @@ fn config(ratio: f64, cross_check: bool, max_distance: f64) -> MatchConfig {
         ratio,
         cross_check,
         max_distance,
-        ..MatchConfig::default()
     }
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use orbsift::config::NodeConfig;
 use orbsift::draw::draw_matches;
 use orbsift::report::{write_json, FeaturesReport, MatchReport};
 use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage, Result};
@@ -114,15 +115,22 @@ struct Params {
 }
 
 impl Params {
-    fn load(&self) -> Result<Config> {
-        let mut config = Config::load(self.config.as_deref(), &self.overrides)?;
+    /// All parameters: the files are the node's, so its own settings are accepted
+    /// (and printed by `orbsift config`) though only [`Params::load`]'s part is used.
+    fn load_all(&self) -> Result<NodeConfig> {
+        let mut config = NodeConfig::load(self.config.as_deref(), &self.overrides)?;
         if let Some(algorithm) = self.algo {
-            config.algorithm = algorithm;
+            config.library.algorithm = algorithm;
         }
         if let Some(backend) = self.backend {
-            config.backend = backend;
+            config.library.backend = backend;
         }
         Ok(config)
+    }
+
+    /// What extraction and matching read.
+    fn load(&self) -> Result<Config> {
+        Ok(self.load_all()?.library)
     }
 }
 
@@ -254,7 +262,7 @@ fn run(command: Command) -> Result<()> {
         #[cfg(feature = "cuda")]
         Command::Kernels { command } => command.run(&mut std::io::stdout().lock()),
         Command::Config { params } => {
-            let text = params.load()?.to_ros_yaml();
+            let text = params.load_all()?.to_ros_yaml();
             std::io::stdout()
                 .write_all(text.as_bytes())
                 .map_err(stdout_error)

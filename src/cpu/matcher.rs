@@ -343,7 +343,6 @@ mod tests {
             ratio,
             cross_check,
             max_distance,
-            ..MatchConfig::default()
         })
     }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Backend, Config, MatchMode};
+use crate::config::{Backend, MatchMode, NodeConfig};
 use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
@@ -75,7 +75,7 @@ pub fn input_topics(mode: MatchMode) -> &'static [(Camera, &'static str)] {
 /// Extraction and matching state of one running node.
 pub struct Node {
     name: String,
-    config: Config,
+    config: NodeConfig,
     /// Where parameter changes arrive from the transport's services.
     parameters: Arc<LiveParameters>,
     /// The change of `parameters` last applied.
@@ -91,16 +91,16 @@ pub struct Node {
 
 impl Node {
     /// A node named `name` (for diagnostics) with the backends `config` asks for.
-    pub fn new(name: &str, config: Config) -> Result<Self> {
-        let extractor = crate::create_extractor(&config)?;
-        let matcher = crate::create_matcher(&config)?;
+    pub fn new(name: &str, config: NodeConfig) -> Result<Self> {
+        let extractor = crate::create_extractor(&config.library)?;
+        let matcher = crate::create_matcher(&config.library)?;
         Ok(Self::with_backends(name, config, extractor, matcher))
     }
 
     /// A node over the given extractor and matcher.
     pub fn with_backends(
         name: &str,
-        config: Config,
+        config: NodeConfig,
         extractor: Box<dyn Extractor>,
         matcher: Box<dyn Matcher>,
     ) -> Self {
@@ -178,7 +178,7 @@ impl Node {
         let device = self.extractor.device_name();
         let who = Identity {
             node_name: &self.name,
-            algorithm: self.config.algorithm.name(),
+            algorithm: self.config.library.algorithm.name(),
             backend: self.extractor.backend_name(),
             device: &device,
         };
@@ -202,20 +202,22 @@ impl Node {
             return;
         };
         let mut on_this_backend = config.clone();
-        on_this_backend.backend = match self.extractor.backend_name() {
+        on_this_backend.library.backend = match self.extractor.backend_name() {
             "cuda" => Backend::Cuda,
             _ => Backend::Cpu,
         };
-        if config.orb != self.config.orb || config.sift != self.config.sift {
-            match crate::create_extractor(&on_this_backend) {
+        if config.library.orb != self.config.library.orb
+            || config.library.sift != self.config.library.sift
+        {
+            match crate::create_extractor(&on_this_backend.library) {
                 Ok(extractor) => self.extractor = extractor,
                 Err(err) => self
                     .failures
                     .warn(&format!("keeping the previous extractor: {err}")),
             }
         }
-        if config.matching != self.config.matching {
-            match crate::create_matcher(&on_this_backend) {
+        if config.library.matching != self.config.library.matching {
+            match crate::create_matcher(&on_this_backend.library) {
                 Ok(matcher) => self.matcher = matcher,
                 Err(err) => self
                     .failures
@@ -241,7 +243,7 @@ impl Node {
             let published = outputs.publish_image(image);
             self.publish(published);
         }
-        let max_pixels = self.config.max_image_pixels;
+        let max_pixels = self.config.library.max_image_pixels;
         let gray = match pixels {
             Pixels::Raw(image) => msgs::gray_from_image(&image, max_pixels),
             Pixels::Compressed(image) => msgs::gray_from_compressed(&image, max_pixels),
@@ -286,7 +288,8 @@ impl Node {
                 return;
             }
         };
-        let message = msgs::features_message(header.clone(), self.config.algorithm, &features);
+        let message =
+            msgs::features_message(header.clone(), self.config.library.algorithm, &features);
         self.publish(outputs.publish_features(message));
         self.stats
             .processed(received.elapsed(), header.stamp, features.keypoints.len());

@@ -12,7 +12,7 @@ pub struct RosArgs {
     /// Absolute, without a trailing slash except for the root `/`.
     pub namespace: String,
     pub params_files: Vec<PathBuf>,
-    /// `name=value`, as [`crate::Config::load`] takes overrides.
+    /// `name=value`, as [`crate::config::NodeConfig::load`] takes overrides.
     pub overrides: Vec<String>,
     remaps: Vec<(String, String)>,
 }

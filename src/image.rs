@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 
 /// Largest side accepted anywhere; larger images are rejected, never allocated.
 pub const MAX_SIDE: usize = 1 << 16;
@@ -49,7 +49,11 @@ impl Encoding {
             "bgr8" | "8UC3" => Encoding::Bgr8,
             "rgba8" => Encoding::Rgba8,
             "bgra8" | "8UC4" => Encoding::Bgra8,
-            other => return Err(Error::UnsupportedEncoding(other.to_string())),
+            other => {
+                return Err(Error::Image(ImageError::UnsupportedEncoding(
+                    other.to_string(),
+                )))
+            }
         })
     }
 
@@ -85,11 +89,11 @@ impl GrayImage {
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
         check_size(width, height)?;
         if data.len() != width * height {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "{width}x{height} needs {} bytes, got {}",
                 width * height,
                 data.len()
-            )));
+            ))));
         }
         Ok(Self {
             width,
@@ -112,21 +116,23 @@ impl GrayImage {
         let bpp = encoding.bytes_per_pixel();
         let row_bytes = width * bpp;
         if step < row_bytes {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "step {step} is smaller than a row of {width} {encoding:?} pixels ({row_bytes} bytes)"
-            )));
+            ))));
         }
         let needed = step
             .checked_mul(height - 1)
             .and_then(|n| n.checked_add(row_bytes))
             .ok_or_else(|| {
-                Error::InvalidImage(format!("step {step} x height {height} overflows"))
+                Error::Image(ImageError::Invalid(format!(
+                    "step {step} x height {height} overflows"
+                )))
             })?;
         if data.len() < needed {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "data has {} bytes, {width}x{height} {encoding:?} with step {step} needs {needed}",
                 data.len()
-            )));
+            ))));
         }
         let mut out = Vec::with_capacity(width * height);
         for row in data.chunks(step).take(height) {
@@ -156,13 +162,17 @@ impl GrayImage {
 
     /// [`GrayImage::open`], refusing images of more than `max_pixels` pixels.
     pub fn open_limited(path: &Path, max_pixels: u64) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
+        let bytes = std::fs::read(path).map_err(|source| {
+            Error::Image(ImageError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
         })?;
-        Self::decode(&bytes, max_pixels).map_err(|source| Error::ImageDecode {
-            path: path.to_path_buf(),
-            source,
+        Self::decode(&bytes, max_pixels).map_err(|source| {
+            Error::Image(ImageError::Decode {
+                path: path.to_path_buf(),
+                source,
+            })
         })
     }
 
@@ -216,9 +226,11 @@ impl GrayImage {
             self.height as u32,
             image::ExtendedColorType::L8,
         )
-        .map_err(|source| Error::ImageEncode {
-            path: path.to_path_buf(),
-            source,
+        .map_err(|source| {
+            Error::Image(ImageError::Encode {
+                path: path.to_path_buf(),
+                source,
+            })
         })
     }
 
@@ -232,7 +244,11 @@ impl GrayImage {
             self.height as u32,
             &self.data,
         )
-        .ok_or_else(|| Error::InvalidImage("pixel buffer shorter than its size".into()))?;
+        .ok_or_else(|| {
+            Error::Image(ImageError::Invalid(
+                "pixel buffer shorter than its size".into(),
+            ))
+        })?;
         let out = image::imageops::resize(
             &source,
             width as u32,
@@ -303,12 +319,14 @@ fn has_end_of_image(bytes: &[u8]) -> bool {
 
 fn check_size(width: usize, height: usize) -> Result<()> {
     if width == 0 || height == 0 {
-        return Err(Error::InvalidImage(format!("zero size {width}x{height}")));
+        return Err(Error::Image(ImageError::Invalid(format!(
+            "zero size {width}x{height}"
+        ))));
     }
     if width > MAX_SIDE || height > MAX_SIDE {
-        return Err(Error::InvalidImage(format!(
+        return Err(Error::Image(ImageError::Invalid(format!(
             "size {width}x{height} exceeds the {MAX_SIDE} pixel side limit"
-        )));
+        ))));
     }
     Ok(())
 }
@@ -339,7 +357,10 @@ mod tests {
             assert!(row.windows(2).all(|p| p[0] < p[1]), "row {y}: {row:?}");
             assert_eq!(row, half.row(0));
         }
-        assert!(matches!(image.resized(0, 10), Err(Error::InvalidImage(_))));
+        assert!(matches!(
+            image.resized(0, 10),
+            Err(Error::Image(ImageError::Invalid(_)))
+        ));
     }
 
     #[test]
@@ -396,7 +417,7 @@ mod tests {
 
         assert!(matches!(
             Encoding::parse("yuv422"),
-            Err(Error::UnsupportedEncoding(e)) if e == "yuv422"
+            Err(Error::Image(ImageError::UnsupportedEncoding(e))) if e == "yuv422"
         ));
     }
 }

@@ -10,7 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use orbsift::config::NodeConfig;
 use orbsift::draw::draw_matches;
 use orbsift::report::{write_json, FeaturesReport, MatchReport};
-use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage, Result};
+use orbsift::{
+    Algorithm, Backend, Config, ConfigError, Error, Extractor, Features, GrayImage, ImageError,
+    Result,
+};
 
 // The subcommands' code lives beside this file, out of the way of bin-target discovery.
 #[path = "orbsift/bench.rs"]
@@ -206,7 +209,7 @@ fn run(command: Command) -> Result<()> {
                     &matches,
                 )
                 .save(&path)
-                .map_err(|source| Error::ImageEncode { path, source })?;
+                .map_err(|source| Error::Image(ImageError::Encode { path, source }))?;
             }
             let backend = extractor.backend_name();
             let report = MatchReport {
@@ -230,9 +233,11 @@ fn run(command: Command) -> Result<()> {
             let sources = if image.is_empty() {
                 vec![
                     GrayImage::decode(BUILT_IN_IMAGE, config.max_image_pixels).map_err(
-                        |source| Error::ImageDecode {
-                            path: BUILT_IN_IMAGE_NAME.into(),
-                            source,
+                        |source| {
+                            Error::Image(ImageError::Decode {
+                                path: BUILT_IN_IMAGE_NAME.into(),
+                                source,
+                            })
                         },
                     )?,
                 ]
@@ -246,9 +251,11 @@ fn run(command: Command) -> Result<()> {
             if let Some(n) = threads {
                 pool = pool.num_threads(n as usize);
             }
-            let pool = pool.build().map_err(|err| Error::InvalidParameter {
-                name: "--threads".into(),
-                reason: err.to_string(),
+            let pool = pool.build().map_err(|err| {
+                Error::Config(ConfigError::Invalid {
+                    name: "--threads".into(),
+                    reason: err.to_string(),
+                })
             })?;
             let options = bench::Options {
                 iterations: iterations as usize,

@@ -103,9 +103,9 @@ fn start(args: &[String]) -> Result<()> {
         [] => None,
         [file] => Some(file.as_path()),
         _ => {
-            return Err(Error::RosArgs(
+            return Err(Error::Config(orbsift::ConfigError::RosArgs(
                 "more than one --params-file: merge them into one file".into(),
-            ))
+            )))
         }
     };
     let config = NodeConfig::load(params_file, &ros_args.overrides)?;
@@ -116,9 +116,9 @@ fn start(args: &[String]) -> Result<()> {
 
 #[cfg(not(any(feature = "dds", feature = "r2r")))]
 fn start(_args: &[String]) -> Result<()> {
-    Err(orbsift::Error::RosArgs(
+    Err(orbsift::Error::Config(orbsift::ConfigError::RosArgs(
         "this build has no ROS transport: enable the `dds` or `r2r` feature".into(),
-    ))
+    )))
 }
 
 /// What is logged unless `RUST_LOG` says otherwise.

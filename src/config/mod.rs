@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_yaml::{Mapping, Value as Yaml};
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -202,10 +202,10 @@ impl Default for Config {
 }
 
 fn invalid(name: &str, reason: impl Into<String>) -> Error {
-    Error::InvalidParameter {
+    Error::Config(ConfigError::Invalid {
         name: name.to_string(),
         reason: reason.into(),
-    }
+    })
 }
 
 fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
@@ -301,7 +301,11 @@ fn from_tree<T: DeserializeOwned>(tree: Yaml, prefix: &str) -> Result<T> {
                 format!("{path}.{field}")
             };
             let relative = name.strip_prefix(prefix).unwrap_or(&name);
-            Error::UnknownParameter(down_to_a_leaf(&given, relative, name.clone()))
+            Error::Config(ConfigError::Unknown(down_to_a_leaf(
+                &given,
+                relative,
+                name.clone(),
+            )))
         } else {
             invalid(&path, text)
         }
@@ -336,17 +340,23 @@ fn unknown_field(message: &str) -> Option<String> {
 
 /// Reads a YAML file and returns its parameters as one nested mapping.
 fn parameters_of_file(path: &Path) -> Result<Yaml> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        Error::Config(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
     })?;
-    let doc: Yaml = serde_yaml::from_str(&text).map_err(|source| Error::Yaml {
-        path: path.to_path_buf(),
-        source,
+    let doc: Yaml = serde_yaml::from_str(&text).map_err(|source| {
+        Error::Config(ConfigError::Yaml {
+            path: path.to_path_buf(),
+            source,
+        })
     })?;
-    let not_a_mapping = || Error::InvalidParameter {
-        name: path.display().to_string(),
-        reason: "a parameter file must be a YAML mapping".into(),
+    let not_a_mapping = || {
+        Error::Config(ConfigError::Invalid {
+            name: path.display().to_string(),
+            reason: "a parameter file must be a YAML mapping".into(),
+        })
     };
     let Yaml::Mapping(top) = doc else {
         return match doc {
@@ -381,7 +391,7 @@ fn expand_dotted(value: Yaml) -> Result<Yaml> {
     let mut out = Yaml::Mapping(Mapping::new());
     for (key, child) in map {
         let Some(key) = key.as_str() else {
-            return Err(Error::UnknownParameter(format!("{key:?}")));
+            return Err(Error::Config(ConfigError::Unknown(format!("{key:?}"))));
         };
         merge(&mut out, nest(key, expand_dotted(child)?));
     }
@@ -398,12 +408,12 @@ fn nest(dotted: &str, leaf: Yaml) -> Yaml {
 
 /// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
 fn parse_override(item: &str) -> Result<Yaml> {
-    let (key, raw) = item
-        .split_once('=')
-        .ok_or_else(|| Error::InvalidParameter {
+    let (key, raw) = item.split_once('=').ok_or_else(|| {
+        Error::Config(ConfigError::Invalid {
             name: item.to_string(),
             reason: "expected key=value".into(),
-        })?;
+        })
+    })?;
     let key = key.trim();
     if key.is_empty() {
         return Err(invalid(item, "empty parameter name"));
@@ -526,7 +536,7 @@ mod tests {
             ("matching.bogus=1", "matching.bogus"),
         ] {
             match NodeConfig::load(None, &sets(&[item])) {
-                Err(Error::UnknownParameter(name)) => assert_eq!(name, expected),
+                Err(Error::Config(ConfigError::Unknown(name))) => assert_eq!(name, expected),
                 other => panic!("{item}: {other:?}"),
             }
         }
@@ -541,7 +551,7 @@ mod tests {
         ] {
             let name = item.split('=').next().unwrap();
             match Config::load(None, &sets(&[item])) {
-                Err(Error::UnknownParameter(unknown)) => assert_eq!(unknown, name),
+                Err(Error::Config(ConfigError::Unknown(unknown))) => assert_eq!(unknown, name),
                 other => panic!("{item}: {other:?}"),
             }
         }
@@ -573,7 +583,10 @@ mod tests {
     fn bad_yaml_is_reported_with_the_file() {
         let f = file("/**:\n  ros__parameters:\n    orb: [unclosed\n");
         let err = Config::load(Some(f.path()), &[]).unwrap_err();
-        assert!(matches!(err, Error::Yaml { .. }), "{err}");
+        assert!(
+            matches!(err, Error::Config(ConfigError::Yaml { .. })),
+            "{err}"
+        );
         let f = file("- 1\n- 2\n");
         assert!(Config::load(Some(f.path()), &[]).is_err());
     }

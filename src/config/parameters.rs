@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_yaml::Value as Yaml;
 
 use super::{invalid, merge, nest, NodeConfig};
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 /// Whether a running node takes a new value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -465,7 +465,8 @@ impl NodeConfig {
     pub fn with_changes(&self, changes: &[(String, Value)]) -> Result<NodeConfig> {
         let mut tree = self.tree();
         for (name, value) in changes {
-            let spec = spec_of(name).ok_or_else(|| Error::UnknownParameter(name.clone()))?;
+            let spec =
+                spec_of(name).ok_or_else(|| Error::Config(ConfigError::Unknown(name.clone())))?;
             if spec.change == Change::Restart {
                 return Err(invalid(
                     name,
@@ -474,7 +475,7 @@ impl NodeConfig {
             }
             let current = self
                 .parameter(name)
-                .ok_or_else(|| Error::UnknownParameter(name.clone()))?;
+                .ok_or_else(|| Error::Config(ConfigError::Unknown(name.clone())))?;
             if std::mem::discriminant(&current) != std::mem::discriminant(value) {
                 return Err(invalid(
                     name,

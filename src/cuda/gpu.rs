@@ -13,7 +13,7 @@ use crate::cuda::availability::availability;
 use crate::cuda::compiler::Arch;
 use crate::cuda::green::{self, SmConfinement};
 use crate::cuda::modules::{cache_dir, MODULES};
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -150,7 +150,8 @@ impl Gpu {
     pub fn side_stream(&self) -> Result<Arc<CudaStream>> {
         let stream = self.ctx.new_stream()?;
         if self.confinement == SmConfinement::GreenContext {
-            green::check_stream_is_green(&stream).map_err(Error::CudaUnavailable)?;
+            green::check_stream_is_green(&stream)
+                .map_err(|reason| Error::Cuda(CudaError::Unavailable(reason)))?;
         }
         Ok(stream)
     }
@@ -168,11 +169,14 @@ impl Gpu {
         let loaded = self
             .modules
             .get(module)
-            .ok_or_else(|| Error::InvalidParameter {
-                name: "kernel module".into(),
-                reason: format!("no module named {module}"),
-            })?;
-        Ok(loaded.load_function(name)?)
+            .ok_or_else(|| Error::Cuda(CudaError::NoModule(module.into())))?;
+        loaded.load_function(name).map_err(|source| {
+            Error::Cuda(CudaError::Kernel {
+                module: module.into(),
+                kernel: name.into(),
+                source,
+            })
+        })
     }
 
     /// Blocks of a persistent grid for `function`: as many as the occupancy API says

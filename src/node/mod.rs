@@ -211,9 +211,10 @@ impl Node {
         {
             match crate::create_extractor(&on_this_backend.library) {
                 Ok(extractor) => self.extractor = extractor,
-                Err(err) => self
-                    .failures
-                    .warn(&format!("keeping the previous extractor: {err}")),
+                Err(err) => self.failures.warn(&format!(
+                    "keeping the previous extractor: {}",
+                    err.one_line()
+                )),
             }
         }
         if config.library.matching != self.config.library.matching {
@@ -221,7 +222,7 @@ impl Node {
                 Ok(matcher) => self.matcher = matcher,
                 Err(err) => self
                     .failures
-                    .warn(&format!("keeping the previous matcher: {err}")),
+                    .warn(&format!("keeping the previous matcher: {}", err.one_line())),
             }
         }
         self.stereo.set_tolerance(config.matching.sync_tolerance);
@@ -252,7 +253,7 @@ impl Node {
         match gray {
             Ok(gray) => self.handle_gray(camera, header, gray, received, outputs),
             Err(reason) => {
-                let reason = reason.to_string();
+                let reason = reason.one_line();
                 let stamp = header.stamp;
                 self.rejections.warn(&format!(
                     "rejected a frame from {camera:?} (stamp {}.{:09}, frame_id {:?}): {reason}",
@@ -283,7 +284,8 @@ impl Node {
         let features = match self.extractor.extract(&gray) {
             Ok(features) => features,
             Err(err) => {
-                self.failures.warn(&format!("extraction failed: {err}"));
+                self.failures
+                    .warn(&format!("extraction failed: {}", err.one_line()));
                 self.stats.failed();
                 return;
             }
@@ -352,7 +354,7 @@ impl Node {
             }
             Err(err) => {
                 self.failures
-                    .warn(&format!("{mode} matching failed: {err}"));
+                    .warn(&format!("{mode} matching failed: {}", err.one_line()));
                 self.stats.failed();
             }
         }
@@ -369,7 +371,8 @@ impl Node {
 
     fn publish(&mut self, result: Result<()>) {
         if let Err(err) = result {
-            self.failures.warn(&format!("publishing failed: {err}"));
+            self.failures
+                .warn(&format!("publishing failed: {}", err.one_line()));
         }
     }
 }

@@ -223,7 +223,7 @@ impl LiveParameters {
         let mut config = self.lock();
         let changed = config
             .with_changes(&changes)
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| err.one_line())?;
         *config = changed;
         self.generation.fetch_add(1, Ordering::Release);
         Ok(ParameterEvent {

@@ -1,6 +1,7 @@
 use std::cell::RefCell;
 
 use super::*;
+use crate::error::CameraError;
 use crate::image::GrayImage;
 use crate::msgs::{Image, Time};
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -370,10 +371,10 @@ fn run_ends_with_the_error_of_a_failed_source_and_stops_when_asked() {
     let mut failing = Scripted {
         script: [
             Ok(Next::Frame(Box::new(frame(Camera::Mono, 1, 0, 16)))),
-            Err(crate::Error::Camera {
+            Err(crate::Error::Camera(CameraError::Failed {
                 device: "camera 0".into(),
                 reason: "no frame for 5 s: giving up".into(),
-            }),
+            })),
         ]
         .into(),
         dropped: 0,

@@ -15,7 +15,7 @@ use r2r::{
 use super::qos::{self, Qos};
 use super::{image_topic, Shutdown, Transport};
 use crate::config::{ImageTransport, NodeConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TransportError};
 use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
 use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
 use crate::node::{Camera, Frame, InputQueue, LiveParameters, Outputs};
@@ -25,9 +25,11 @@ const SPIN_PERIOD: Duration = Duration::from_millis(20);
 
 fn rcl_error(what: impl Into<String>) -> impl FnOnce(r2r::Error) -> Error {
     let what = what.into();
-    move |source| Error::Transport {
-        what,
-        source: Box::new(source),
+    move |source| {
+        Error::Transport(TransportError::Ros {
+            what,
+            source: Box::new(source),
+        })
     }
 }
 
@@ -145,13 +147,12 @@ impl RclTransport {
     }
 
     fn spawn(&self, task: impl futures::Future<Output = ()> + 'static, what: &str) -> Result<()> {
-        self.pool
-            .spawner()
-            .spawn_local(task)
-            .map_err(|source| Error::Transport {
+        self.pool.spawner().spawn_local(task).map_err(|source| {
+            Error::Transport(TransportError::Ros {
                 what: format!("cannot start {what}"),
                 source: Box::new(source),
             })
+        })
     }
 
     /// Serves `service` (r2r's type `R`, ours `S`) as `answer` says. r2r's messages
@@ -270,7 +271,7 @@ impl Transport for RclTransport {
             Arc::new(self.publisher::<ParameterEvent>("/parameter_events", qos::PARAMETER_EVENTS)?);
         let announce = move |event: ParameterEvent| {
             if let Err(err) = publish(&events, &event) {
-                log::warn!("{err}");
+                log::warn!("{}", err.one_line());
             }
         };
         let p = parameters.clone();

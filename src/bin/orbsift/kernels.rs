@@ -31,7 +31,7 @@ impl KernelsCommand {
                 let dir = dir.clone().unwrap_or_else(cache_dir);
                 let built = build_all(arch, &dir)?;
                 let (major, minor) = nvrtc_version()?;
-                let stdout = |source| Error::Io {
+                let stdout = |source| Error::Write {
                     path: "<stdout>".into(),
                     source,
                 };

@@ -20,7 +20,7 @@ use cudarc::driver::{sys, CudaEvent, CudaStream};
 
 use super::{check_size, CudaOrbExtractor, FrameInput};
 use crate::cuda::memory::Staged;
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 use crate::image::GrayImage;
 use crate::types::Features;
 
@@ -130,10 +130,9 @@ impl CudaOrbPipeline {
         let extractor = &mut self.extractor;
         extractor.gpu.ctx.bind_to_thread()?;
         extractor.prepare(image.width(), image.height())?;
-        let plan = extractor
-            .plan
-            .as_mut()
-            .ok_or_else(|| Error::InvalidImage("no plan for the frame's size".into()))?;
+        let plan = extractor.plan.as_mut().ok_or_else(|| {
+            Error::Image(ImageError::Invalid("no plan for the frame's size".into()))
+        })?;
         while plan.inputs.len() <= slot {
             plan.inputs.push(FrameInput {
                 frame: Staged::new(&extractor.gpu.ctx, image.data().len(), extractor.unified)?,
@@ -143,7 +142,7 @@ impl CudaOrbPipeline {
         let input = plan
             .inputs
             .get_mut(slot)
-            .ok_or_else(|| Error::InvalidImage(format!("no input slot {slot}")))?;
+            .ok_or_else(|| Error::Image(ImageError::Invalid(format!("no input slot {slot}"))))?;
         input
             .frame
             .host

@@ -18,7 +18,7 @@ use crate::config::{MemoryMode, SiftConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::orb::FrameTiming;
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, ImageError, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -57,11 +57,11 @@ impl CudaSiftExtractor {
     pub fn new(config: SiftConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
         config.validate()?;
         if config.upscale && config.precise_upscale {
-            return Err(Error::CudaUnavailable(
-                "the CUDA SIFT has OpenCV's default upscale only: set sift.precise_upscale=false \
-                 or use the CPU backend"
-                    .into(),
-            ));
+            return Err(Error::Cuda(CudaError::Unsupported {
+                parameter: "sift.precise_upscale",
+                hint: "the CUDA SIFT upscales as OpenCV does by default: set \
+                       sift.precise_upscale=false or use the CPU backend",
+            }));
         }
         let taps = Taps::new(&config)?;
         let gpu = Gpu::open(0, sm_limit)?;
@@ -271,11 +271,11 @@ impl CudaSiftExtractor {
 impl Extractor for CudaSiftExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
         if image.width() > 0xffff || image.height() > 0xffff {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "{}x{} is larger than the CUDA backend's 65535 pixels a side",
                 image.width(),
                 image.height()
-            )));
+            ))));
         }
         let summary = self.run(image)?;
         Ok(self.collect(summary[0] as usize, image.width(), image.height()))

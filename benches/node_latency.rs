@@ -12,11 +12,11 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use orbsift::config::MatchMode;
+use orbsift::config::{MatchMode, NodeConfig, NodeMatchConfig};
 use orbsift::image::Encoding;
 use orbsift::msgs::{self, DiagnosticArray, Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node, Outputs};
-use orbsift::{Algorithm, Backend, Config, Extractor, MatchConfig, Matcher, Result};
+use orbsift::{Algorithm, Backend, Config, Extractor, Matcher, Result};
 
 /// Encodes every message to CDR, the work a transport does before sending.
 struct EncodingOutputs;
@@ -84,18 +84,21 @@ impl Case {
         )
     }
 
-    fn config(&self) -> Config {
-        let mut config = Config {
+    fn config(&self) -> NodeConfig {
+        let mut library = Config {
             backend: self.backend,
             algorithm: self.algorithm,
-            matching: MatchConfig {
-                mode: self.matching,
-                ..MatchConfig::default()
-            },
             ..Config::default()
         };
-        config.sift.upscale = false;
-        config
+        library.sift.upscale = false;
+        NodeConfig {
+            library,
+            matching: NodeMatchConfig {
+                mode: self.matching,
+                ..NodeMatchConfig::default()
+            },
+            ..NodeConfig::default()
+        }
     }
 }
 
@@ -136,7 +139,7 @@ fn node_for(case: &Case) -> Result<Node> {
     let Some(sm_limit) = case.sm_limit else {
         return Node::new("bench", config);
     };
-    let (extractor, matcher) = confined_backends(&config, sm_limit)?;
+    let (extractor, matcher) = confined_backends(&config.library, sm_limit)?;
     Ok(Node::with_backends("bench", config, extractor, matcher))
 }
 
@@ -152,9 +155,7 @@ fn confined_backends(
 
 #[cfg(not(feature = "cuda"))]
 fn confined_backends(_: &Config, _: u32) -> Result<(Box<dyn Extractor>, Box<dyn Matcher>)> {
-    Err(orbsift::Error::CudaUnavailable(
-        "built without the `cuda` feature".into(),
-    ))
+    Err(orbsift::error::CudaError::Unavailable("built without the `cuda` feature".into()).into())
 }
 
 /// Times the node's whole path for `case`, from a fresh copy of the frame each time.

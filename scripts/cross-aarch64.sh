@@ -2,7 +2,7 @@
 # Cross-compiles `orbsift` and `orbsift_node` for 64-bit Arm Linux (Jetson, JetPack 6 /
 # Ubuntu 22.04) with cargo-zigbuild. zig links against glibc 2.35 from its own headers, so
 # no aarch64 sysroot, cross gcc or CUDA is needed: cudarc loads libcuda and libnvrtc at run
-# time. Built with `--no-default-features --features cuda,dds`, i.e. without the OpenCV
+# time. Built with `--no-default-features --features cuda,dds,cli`, i.e. without the OpenCV
 # camera input, which would need an arm64 OpenCV sysroot.
 #
 # Usage: scripts/cross-aarch64.sh [--bundle DIR] [--deb] [--arch sm_87] [--host-orbsift PATH]
@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 
 target=aarch64-unknown-linux-gnu
 glibc=2.35
-features=cuda,dds
+features=cuda,dds,cli
 nvrtc_version="${NVRTC_VERSION:-12.6.85}"
 tools="$(realpath -m "${CROSS_TOOLS_DIR:-.cross/tools}")"
 out="target/$target/release"
@@ -85,7 +85,7 @@ fi
 
 # The host's orbsift compiles the kernels: the CUDA backend is all it needs (no OpenCV).
 if [[ -z "$host_orbsift" ]]; then
-    cargo build --release --no-default-features --features cuda --bin orbsift
+    cargo build --release --no-default-features --features cuda,cli --bin orbsift
     host_orbsift=target/release/orbsift
 fi
 rm -rf "$bundle/bin" "$bundle/lib" "$bundle/kernels"

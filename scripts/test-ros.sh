@@ -18,7 +18,7 @@ ws="$root/.ros/ws"
 launch_peer="$root/../shared/peers/ros2-launch"
 # The features of the docs' recipe: the r2r node, with the CUDA backend, without the
 # embedded DDS transport and the OpenCV camera input.
-features=(--release --no-default-features --features cuda,r2r)
+features=(--release --no-default-features --features cuda,r2r,cli)
 
 bash scripts/setup-ros.sh
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -19,7 +19,7 @@ set -x
 cargo fmt --check
 .venv/bin/hadolint docker/Dockerfile*
 cargo clippy --all-targets -- -D warnings
-cargo build --no-default-features --bin orbsift
+cargo build --no-default-features --features cli --bin orbsift
 cargo test --all-targets
 cargo test --doc
 # The README's library example runs and finds matches on the graffiti pair.

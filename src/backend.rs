@@ -16,7 +16,10 @@ pub fn create_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
         Backend::Auto => match cuda_extractor(config) {
             Ok(extractor) => Ok(extractor),
             Err(reason) => {
-                log::info!("CUDA backend unusable ({reason}): using the CPU backend");
+                log::info!(
+                    "CUDA backend unusable ({}): using the CPU backend",
+                    reason.one_line()
+                );
                 cpu_extractor(config)
             }
         },
@@ -41,8 +44,10 @@ fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_extractor(_config: &Config) -> Result<Box<dyn Extractor>> {
-    Err(crate::error::Error::CudaUnavailable(
-        "this build has no CUDA backend (built without the `cuda` feature)".into(),
+    Err(crate::error::Error::Cuda(
+        crate::error::CudaError::Unavailable(
+            "this build has no CUDA backend (built without the `cuda` feature)".into(),
+        ),
     ))
 }
 
@@ -86,7 +91,9 @@ fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_matcher(_config: &Config) -> Result<Box<dyn Matcher>> {
-    Err(crate::error::Error::CudaUnavailable(
-        "this build has no CUDA backend (built without the `cuda` feature)".into(),
+    Err(crate::error::Error::Cuda(
+        crate::error::CudaError::Unavailable(
+            "this build has no CUDA backend (built without the `cuda` feature)".into(),
+        ),
     ))
 }

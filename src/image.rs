@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 
 /// Largest side accepted anywhere; larger images are rejected, never allocated.
 pub const MAX_SIDE: usize = 1 << 16;
@@ -92,7 +92,11 @@ impl Encoding {
             "nv12" => Encoding::Nv12,
             "nv21" => Encoding::Nv21,
             "nv24" => Encoding::Nv24,
-            other => return Err(Error::UnsupportedEncoding(other.to_string())),
+            other => {
+                return Err(Error::Image(ImageError::UnsupportedEncoding(
+                    other.to_string(),
+                )))
+            }
         })
     }
 
@@ -189,12 +193,16 @@ impl RawFrame<'_> {
         check_size(width, height)?;
         let row_bytes = width * encoding.bytes_per_pixel();
         if step < row_bytes {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "step {step} is smaller than a row of {width} {} pixels ({row_bytes} bytes)",
                 encoding.name()
-            )));
+            ))));
         }
-        let overflow = || Error::InvalidImage(format!("step {step} x height {height} overflows"));
+        let overflow = || {
+            Error::Image(ImageError::Invalid(format!(
+                "step {step} x height {height} overflows"
+            )))
+        };
         let chroma = encoding
             .chroma_plane_bytes(step, height)
             .ok_or_else(overflow)?;
@@ -208,11 +216,11 @@ impl RawFrame<'_> {
         }
         .ok_or_else(overflow)?;
         if data.len() < needed {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "data has {} bytes, {width}x{height} {} with step {step} needs {needed}",
                 data.len(),
                 encoding.name()
-            )));
+            ))));
         }
         Ok(())
     }
@@ -227,11 +235,11 @@ impl GrayImage {
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
         check_size(width, height)?;
         if data.len() != width * height {
-            return Err(Error::InvalidImage(format!(
+            return Err(Error::Image(ImageError::Invalid(format!(
                 "{width}x{height} needs {} bytes, got {}",
                 width * height,
                 data.len()
-            )));
+            ))));
         }
         Ok(Self {
             width,
@@ -272,13 +280,17 @@ impl GrayImage {
 
     /// [`GrayImage::open`], refusing images of more than `max_pixels` pixels.
     pub fn open_limited(path: &Path, max_pixels: u64) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
+        let bytes = std::fs::read(path).map_err(|source| {
+            Error::Image(ImageError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
         })?;
-        Self::decode(&bytes, max_pixels).map_err(|source| Error::ImageDecode {
-            path: path.to_path_buf(),
-            source,
+        Self::decode(&bytes, max_pixels).map_err(|source| {
+            Error::Image(ImageError::Decode {
+                path: path.to_path_buf(),
+                source,
+            })
         })
     }
 
@@ -332,9 +344,11 @@ impl GrayImage {
             self.height as u32,
             image::ExtendedColorType::L8,
         )
-        .map_err(|source| Error::ImageEncode {
-            path: path.to_path_buf(),
-            source,
+        .map_err(|source| {
+            Error::Image(ImageError::Encode {
+                path: path.to_path_buf(),
+                source,
+            })
         })
     }
 
@@ -348,7 +362,11 @@ impl GrayImage {
             self.height as u32,
             &self.data,
         )
-        .ok_or_else(|| Error::InvalidImage("pixel buffer shorter than its size".into()))?;
+        .ok_or_else(|| {
+            Error::Image(ImageError::Invalid(
+                "pixel buffer shorter than its size".into(),
+            ))
+        })?;
         let out = image::imageops::resize(
             &source,
             width as u32,
@@ -431,12 +449,14 @@ fn has_end_of_image(bytes: &[u8]) -> bool {
 
 fn check_size(width: usize, height: usize) -> Result<()> {
     if width == 0 || height == 0 {
-        return Err(Error::InvalidImage(format!("zero size {width}x{height}")));
+        return Err(Error::Image(ImageError::Invalid(format!(
+            "zero size {width}x{height}"
+        ))));
     }
     if width > MAX_SIDE || height > MAX_SIDE {
-        return Err(Error::InvalidImage(format!(
+        return Err(Error::Image(ImageError::Invalid(format!(
             "size {width}x{height} exceeds the {MAX_SIDE} pixel side limit"
-        )));
+        ))));
     }
     Ok(())
 }
@@ -467,7 +487,10 @@ mod tests {
             assert!(row.windows(2).all(|p| p[0] < p[1]), "row {y}: {row:?}");
             assert_eq!(row, half.row(0));
         }
-        assert!(matches!(image.resized(0, 10), Err(Error::InvalidImage(_))));
+        assert!(matches!(
+            image.resized(0, 10),
+            Err(Error::Image(ImageError::Invalid(_)))
+        ));
     }
 
     #[test]
@@ -524,7 +547,7 @@ mod tests {
 
         assert!(matches!(
             Encoding::parse("bayer_rggb8"),
-            Err(Error::UnsupportedEncoding(e)) if e == "bayer_rggb8"
+            Err(Error::Image(ImageError::UnsupportedEncoding(e))) if e == "bayer_rggb8"
         ));
     }
 }

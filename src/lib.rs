@@ -29,7 +29,9 @@ pub mod types;
 
 pub use backend::{create_extractor, create_matcher};
 pub use config::{Algorithm, Backend, Config, MatchConfig, OrbConfig, SiftConfig};
-pub use error::{Error, Result};
+pub use error::{
+    CameraError, ConfigError, CudaError, Error, FeaturesError, ImageError, Result, TransportError,
+};
 pub use extractor::{Extractor, Matcher};
 pub use image::{Encoding, GrayImage, RawFrame};
 pub use types::{DescriptorKind, Descriptors, Features, Keypoints, Match};

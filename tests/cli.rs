@@ -252,7 +252,9 @@ fn config_output_round_trips_and_flags_win() {
     assert!(text.starts_with("/**:\n  ros__parameters:\n"), "{text}");
     let file = dir.path().join("printed.yaml");
     std::fs::write(&file, &text).unwrap();
-    let config = orbsift::Config::load(Some(&file), &[]).unwrap();
+    let config = orbsift::config::NodeConfig::load(Some(&file), &[])
+        .unwrap()
+        .library;
     assert_eq!(config.orb.n_features, 123);
     assert!(!config.matching.cross_check);
     assert_eq!(config.algorithm, orbsift::Algorithm::Orb);

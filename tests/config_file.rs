@@ -1,9 +1,9 @@
 //! `config/orb.yaml` documents the defaults; these tests keep it from drifting away
-//! from `Config::default()`, the one place defaults are defined.
+//! from `NodeConfig::default()`, the one place defaults are defined.
 
 use std::path::PathBuf;
 
-use orbsift::Config;
+use orbsift::config::NodeConfig;
 use serde_yaml::Value;
 
 fn orb_yaml() -> PathBuf {
@@ -12,8 +12,8 @@ fn orb_yaml() -> PathBuf {
 
 #[test]
 fn orb_yaml_loads_to_exactly_the_defaults() {
-    let loaded = Config::load(Some(&orb_yaml()), &[]).unwrap();
-    assert_eq!(loaded, Config::default());
+    let loaded = NodeConfig::load(Some(&orb_yaml()), &[]).unwrap();
+    assert_eq!(loaded, NodeConfig::default());
 }
 
 /// Loading alone would not notice a parameter missing from the file (it would fall
@@ -24,7 +24,8 @@ fn orb_yaml_lists_every_orb_and_matching_parameter_with_a_comment() {
     let text = std::fs::read_to_string(orb_yaml()).unwrap();
     let file: Value = serde_yaml::from_str(&text).unwrap();
     let written = &file["/**"]["ros__parameters"];
-    let defaults = serde_yaml::to_value(Config::default()).unwrap();
+    let defaults = serde_yaml::from_str::<Value>(&NodeConfig::default().to_ros_yaml()).unwrap();
+    let defaults = &defaults["/**"]["ros__parameters"];
     for section in ["orb", "matching"] {
         let Value::Mapping(names) = &defaults[section] else {
             panic!("{section} is not a mapping in the serialised defaults");
@@ -50,11 +51,11 @@ fn orb_yaml_lists_every_orb_and_matching_parameter_with_a_comment() {
 #[test]
 fn camera_yaml_lists_every_input_parameter_with_a_comment() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/camera.yaml");
-    let loaded = Config::load(Some(&path), &[]).unwrap();
+    let loaded = NodeConfig::load(Some(&path), &[]).unwrap();
     assert_eq!(loaded.input.source, orbsift::config::InputSource::Camera);
-    assert_eq!(loaded.orb, Config::default().orb);
+    assert_eq!(loaded.library.orb, NodeConfig::default().library.orb);
     let text = std::fs::read_to_string(&path).unwrap();
-    let Value::Mapping(names) = &serde_yaml::to_value(Config::default()).unwrap()["input"] else {
+    let Value::Mapping(names) = &serde_yaml::to_value(NodeConfig::default().input).unwrap() else {
         panic!("input is not a mapping in the serialised defaults");
     };
     for name in names.keys().map(|k| k.as_str().unwrap()) {

@@ -6,13 +6,13 @@
 
 mod common;
 
-use orbsift::config::{MatchMode, MemoryMode};
+use orbsift::config::{MatchMode, MemoryMode, NodeConfig, NodeMatchConfig};
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::image::RawFrame;
 use orbsift::msgs::{Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node};
-use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, MatchConfig, OrbConfig};
+use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, OrbConfig};
 
 use common::encoded::opencv_frames;
 use common::frames::{load, resized};
@@ -77,15 +77,18 @@ fn sequence() -> Vec<GrayImage> {
 }
 
 fn node_on(backend: Backend, memory: MemoryMode, mode: MatchMode) -> Node {
-    let config = Config {
-        backend,
-        algorithm: Algorithm::Orb,
-        memory,
-        matching: MatchConfig {
-            mode,
-            ..MatchConfig::default()
+    let config = NodeConfig {
+        library: Config {
+            backend,
+            algorithm: Algorithm::Orb,
+            memory,
+            ..Config::default()
         },
-        ..Config::default()
+        matching: NodeMatchConfig {
+            mode,
+            ..NodeMatchConfig::default()
+        },
+        ..NodeConfig::default()
     };
     let mut node = Node::new("test", config).expect("node");
     let report = node.diagnostics(0, None);

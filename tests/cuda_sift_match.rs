@@ -12,7 +12,9 @@ use orbsift::cpu::matcher::BruteForceMatcher;
 use orbsift::cpu::sift::SiftExtractor;
 use orbsift::cuda::{CudaL2Matcher, CudaMatcher};
 use orbsift::types::{DescriptorKind, Descriptors, Keypoints};
-use orbsift::{Config, Error, Extractor, Features, GrayImage, Match, Matcher, SiftConfig};
+use orbsift::{
+    Config, Error, Extractor, Features, FeaturesError, GrayImage, Match, Matcher, SiftConfig,
+};
 
 /// CPU SIFT (OpenCV defaults) of graf1 and graf3, computed once.
 fn graf() -> &'static (Features, Features) {
@@ -61,7 +63,6 @@ fn config(ratio: f64, cross_check: bool, max_distance: f64) -> MatchConfig {
         ratio,
         cross_check,
         max_distance,
-        ..MatchConfig::default()
     }
 }
 
@@ -259,6 +260,12 @@ fn the_cuda_backend_matches_sift_on_the_gpu_and_refuses_other_kinds() {
     };
     for (query, train) in [(&orb, &orb), (&orb, graf3), (graf1, &orb)] {
         let error = matcher.match_features(query, train).unwrap_err();
-        assert!(matches!(error, Error::DescriptorMismatch { .. }), "{error}");
+        assert!(
+            matches!(
+                error,
+                Error::Features(FeaturesError::DescriptorMismatch { .. })
+            ),
+            "{error}"
+        );
     }
 }

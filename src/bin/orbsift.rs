@@ -7,13 +7,23 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use orbsift::config::NodeConfig;
 use orbsift::draw::draw_matches;
 use orbsift::report::{write_json, FeaturesReport, MatchReport};
-use orbsift::{Algorithm, Backend, Config, Error, Extractor, Features, GrayImage, Result};
+use orbsift::{
+    Algorithm, Backend, Config, ConfigError, Error, Extractor, Features, GrayImage, ImageError,
+    Result,
+};
 
-// The bench lives beside this file, out of the way of bin-target discovery.
+// The subcommands' code lives beside this file, out of the way of bin-target discovery.
 #[path = "orbsift/bench.rs"]
 mod bench;
+#[cfg(feature = "cuda")]
+#[path = "orbsift/gpu_bench.rs"]
+mod gpu_bench;
+#[cfg(feature = "cuda")]
+#[path = "orbsift/kernels.rs"]
+mod kernels;
 
 /// ORB and SIFT feature extraction and matching on NVIDIA GPUs, with a CPU reference.
 #[derive(Parser)]
@@ -83,7 +93,7 @@ enum Command {
     #[cfg(feature = "cuda")]
     Kernels {
         #[command(subcommand)]
-        command: orbsift::cuda::KernelsCommand,
+        command: kernels::KernelsCommand,
     },
     /// Print the effective parameters as a ROS 2 parameter file.
     Config {
@@ -108,15 +118,22 @@ struct Params {
 }
 
 impl Params {
-    fn load(&self) -> Result<Config> {
-        let mut config = Config::load(self.config.as_deref(), &self.overrides)?;
+    /// All parameters: the files are the node's, so its own settings are accepted
+    /// (and printed by `orbsift config`) though only [`Params::load`]'s part is used.
+    fn load_all(&self) -> Result<NodeConfig> {
+        let mut config = NodeConfig::load(self.config.as_deref(), &self.overrides)?;
         if let Some(algorithm) = self.algo {
-            config.algorithm = algorithm;
+            config.library.algorithm = algorithm;
         }
         if let Some(backend) = self.backend {
-            config.backend = backend;
+            config.library.backend = backend;
         }
         Ok(config)
+    }
+
+    /// What extraction and matching read.
+    fn load(&self) -> Result<Config> {
+        Ok(self.load_all()?.library)
     }
 }
 
@@ -192,7 +209,7 @@ fn run(command: Command) -> Result<()> {
                     &matches,
                 )
                 .save(&path)
-                .map_err(|source| Error::ImageEncode { path, source })?;
+                .map_err(|source| Error::Image(ImageError::Encode { path, source }))?;
             }
             let backend = extractor.backend_name();
             let report = MatchReport {
@@ -216,9 +233,11 @@ fn run(command: Command) -> Result<()> {
             let sources = if image.is_empty() {
                 vec![
                     GrayImage::decode(BUILT_IN_IMAGE, config.max_image_pixels).map_err(
-                        |source| Error::ImageDecode {
-                            path: BUILT_IN_IMAGE_NAME.into(),
-                            source,
+                        |source| {
+                            Error::Image(ImageError::Decode {
+                                path: BUILT_IN_IMAGE_NAME.into(),
+                                source,
+                            })
                         },
                     )?,
                 ]
@@ -232,9 +251,11 @@ fn run(command: Command) -> Result<()> {
             if let Some(n) = threads {
                 pool = pool.num_threads(n as usize);
             }
-            let pool = pool.build().map_err(|err| Error::InvalidParameter {
-                name: "--threads".into(),
-                reason: err.to_string(),
+            let pool = pool.build().map_err(|err| {
+                Error::Config(ConfigError::Invalid {
+                    name: "--threads".into(),
+                    reason: err.to_string(),
+                })
             })?;
             let options = bench::Options {
                 iterations: iterations as usize,
@@ -248,7 +269,7 @@ fn run(command: Command) -> Result<()> {
         #[cfg(feature = "cuda")]
         Command::Kernels { command } => command.run(&mut std::io::stdout().lock()),
         Command::Config { params } => {
-            let text = params.load()?.to_ros_yaml();
+            let text = params.load_all()?.to_ros_yaml();
             std::io::stdout()
                 .write_all(text.as_bytes())
                 .map_err(stdout_error)

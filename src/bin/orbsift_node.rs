@@ -19,10 +19,10 @@ mod serve {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use orbsift::config::InputSource;
+    use orbsift::config::{InputSource, NodeConfig};
     use orbsift::node::{input_topics, CameraSource, FrameSource, InputQueue, Node, TopicSource};
     use orbsift::transport::{Reason, Shutdown, Transport};
-    use orbsift::{Config, Result};
+    use orbsift::Result;
 
     /// After the end of a file the writers stay this long: a reader that lost a sample of
     /// the last frames (or the final totals on `/diagnostics`) gets it repaired after the
@@ -33,13 +33,13 @@ mod serve {
 
     /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
     /// file (camera input without `input.loop`); errs on a start-up problem or a lost camera.
-    pub fn serve<T: Transport>(mut transport: T, config: Config) -> Result<()> {
+    pub fn serve<T: Transport>(mut transport: T, config: NodeConfig) -> Result<()> {
         let shutdown = Shutdown::on_signals()?;
         let name = transport.node_name();
         log::info!(
             "{name}: {} on {:?}, matching {:?}",
-            config.algorithm.name(),
-            config.backend,
+            config.library.algorithm.name(),
+            config.library.backend,
             config.matching.mode
         );
         let mut node = Node::new(&name, config.clone())?;
@@ -51,9 +51,10 @@ mod serve {
                 transport.subscribe(topics, config.input.transport, queue.clone())?;
                 Box::new(TopicSource(queue.clone()))
             }
-            InputSource::Camera => {
-                Box::new(CameraSource::open(&config.input, config.max_image_pixels)?)
-            }
+            InputSource::Camera => Box::new(CameraSource::open(
+                &config.input,
+                config.library.max_image_pixels,
+            )?),
         };
         let republish = config.input.source == InputSource::Camera && config.input.publish_image;
         let outputs = transport.outputs(republish)?;
@@ -92,21 +93,22 @@ fn start(_args: &[String]) -> Result<()> {
 
 #[cfg(all(feature = "dds", not(feature = "r2r")))]
 fn start(args: &[String]) -> Result<()> {
+    use orbsift::config::NodeConfig;
     use orbsift::transport::dds::DdsTransport;
     use orbsift::transport::{domain_id_from_env, RosArgs};
-    use orbsift::{Config, Error};
+    use orbsift::Error;
 
     let ros_args = RosArgs::parse("orbsift", args)?;
     let params_file = match ros_args.params_files.as_slice() {
         [] => None,
         [file] => Some(file.as_path()),
         _ => {
-            return Err(Error::RosArgs(
+            return Err(Error::Config(orbsift::ConfigError::RosArgs(
                 "more than one --params-file: merge them into one file".into(),
-            ))
+            )))
         }
     };
-    let config = Config::load(params_file, &ros_args.overrides)?;
+    let config = NodeConfig::load(params_file, &ros_args.overrides)?;
     let domain_id = domain_id_from_env()?;
     log::info!("ROS domain {domain_id}");
     serve::serve(DdsTransport::new(ros_args, domain_id)?, config)
@@ -114,9 +116,9 @@ fn start(args: &[String]) -> Result<()> {
 
 #[cfg(not(any(feature = "dds", feature = "r2r")))]
 fn start(_args: &[String]) -> Result<()> {
-    Err(orbsift::Error::RosArgs(
+    Err(orbsift::Error::Config(orbsift::ConfigError::RosArgs(
         "this build has no ROS transport: enable the `dds` or `r2r` feature".into(),
-    ))
+    )))
 }
 
 /// What is logged unless `RUST_LOG` says otherwise.

@@ -9,7 +9,7 @@ use opencv::videoio::{self, VideoCapture};
 
 use super::Device;
 use crate::config::InputConfig;
-use crate::error::{Error, Result};
+use crate::error::{CameraError, Error, ImageError, Result};
 use crate::image::{Encoding, GrayImage, RawFrame};
 use crate::msgs::{self, Header, Image, Time};
 
@@ -147,9 +147,9 @@ impl Capture {
             (CV_8U, 3) => Encoding::Bgr8,
             (CV_8U, 4) => Encoding::Bgra8,
             (depth, channels) => {
-                return Err(Error::InvalidImage(format!(
+                return Err(Error::Image(ImageError::Invalid(format!(
                     "OpenCV frame of depth {depth} with {channels} channels (8-bit mono, BGR or BGRA expected)"
-                )))
+                ))))
             }
         };
         let raw = RawFrame {
@@ -158,10 +158,12 @@ impl Capture {
             height: frame.rows() as usize,
             step: frame.mat_step()[0],
             big_endian: false,
-            data: frame.data_bytes().map_err(|source| Error::OpenCv {
-                device: self.device.to_string(),
-                what: "frame pixels",
-                source,
+            data: frame.data_bytes().map_err(|source| {
+                Error::Camera(CameraError::OpenCv {
+                    device: self.device.to_string(),
+                    what: "frame pixels",
+                    source,
+                })
             })?,
         };
         let gray = msgs::gray_from_raw(&raw, self.max_pixels)?;
@@ -203,10 +205,10 @@ fn encoding_name(encoding: Encoding) -> &'static str {
 }
 
 fn camera_error(device: &Device, reason: impl Into<String>) -> Error {
-    Error::Camera {
+    Error::Camera(CameraError::Failed {
         device: device.to_string(),
         reason: reason.into(),
-    }
+    })
 }
 
 fn open_video(device: &Device) -> Result<VideoCapture> {
@@ -220,10 +222,12 @@ fn open_video(device: &Device) -> Result<VideoCapture> {
         Device::File(path) => VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY),
         Device::Pipeline(pipeline) => VideoCapture::from_file(pipeline, videoio::CAP_GSTREAMER),
     };
-    let video = opened.map_err(|source| Error::OpenCv {
-        device: device.to_string(),
-        what: "cannot open",
-        source,
+    let video = opened.map_err(|source| {
+        Error::Camera(CameraError::OpenCv {
+            device: device.to_string(),
+            what: "cannot open",
+            source,
+        })
     })?;
     if video.is_opened().unwrap_or(false) {
         return Ok(video);

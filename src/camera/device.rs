@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 /// A source of frames, as `input.device` gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,10 +18,10 @@ pub enum Device {
 }
 
 fn invalid(reason: String) -> Error {
-    Error::InvalidParameter {
+    Error::Config(ConfigError::Invalid {
         name: "input.device".into(),
         reason,
-    }
+    })
 }
 
 impl Device {

@@ -5,19 +5,24 @@
 //! are in the ROS 2 parameter form (`/**: ros__parameters: {...}`); a plain mapping
 //! of the same keys is accepted too. Loading layers defaults, then the file, then
 //! `--set` overrides, rejects unknown names, then [`Config::validate`]s the ranges.
+//! [`Config`] is what the library reads; [`NodeConfig`] adds the node's own settings.
 
+mod node;
 mod parameters;
 
+pub use node::{ImageTransport, InputConfig, InputSource, MatchMode, NodeConfig, NodeMatchConfig};
 pub use parameters::{spec_of, Change, Range, Spec, Value, SPECS};
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_yaml::{Mapping, Value as Yaml};
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     Orb,
@@ -34,7 +39,8 @@ impl Algorithm {
 }
 
 /// Where extraction runs. `auto` uses CUDA when a GPU is usable, else the CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
     Auto,
@@ -71,17 +77,6 @@ pub enum Distribution {
     Grid,
     /// OpenCV style: the strongest responses of the level.
     TopResponse,
-}
-
-/// What the node matches each frame against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MatchMode {
-    None,
-    /// Each frame against the previous one.
-    Temporal,
-    /// Left camera against right camera, paired by stamp.
-    Stereo,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -166,10 +161,6 @@ pub struct MatchConfig {
     pub cross_check: bool,
     /// Reject matches farther than this (Hamming bits or L2); 0 means no limit.
     pub max_distance: f64,
-    /// What the node matches against.
-    pub mode: MatchMode,
-    /// Stereo: the largest stamp difference, in seconds, of a left/right pair.
-    pub sync_tolerance: f64,
 }
 
 impl Default for MatchConfig {
@@ -178,78 +169,11 @@ impl Default for MatchConfig {
             ratio: 0.8,
             cross_check: true,
             max_distance: 0.0,
-            mode: MatchMode::Temporal,
-            sync_tolerance: 0.005,
         }
     }
 }
 
-/// Where the node's frames come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputSource {
-    /// `sensor_msgs/Image` topics.
-    Topic,
-    /// A camera or video opened by the node itself.
-    Camera,
-}
-
-/// How images arrive on the input topics, named as `image_transport` names its plugins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ImageTransport {
-    /// `sensor_msgs/Image` on `image`.
-    Raw,
-    /// `sensor_msgs/CompressedImage` (JPEG or PNG) on `image/compressed`.
-    Compressed,
-}
-
-/// The node's input (the CLI ignores it). `source` and `transport` concern topics,
-/// the rest `camera`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct InputConfig {
-    pub source: InputSource,
-    pub transport: ImageTransport,
-    /// A device index (`0`), a video file, an image sequence (`frames/%04d.png`) or a
-    /// GStreamer pipeline (contains `!`, ends in `appsink`).
-    #[serde(deserialize_with = "text_or_number")]
-    pub device: String,
-    /// Requested frame size and rate; 0 keeps the device's own. Files keep their size;
-    /// `fps` sets their playback rate when `realtime`.
-    pub width: u32,
-    pub height: u32,
-    pub fps: f64,
-    /// Files and image sequences: start again at the end instead of stopping.
-    #[serde(rename = "loop")]
-    pub looping: bool,
-    /// Files and image sequences: true plays at the frame rate and skips frames when
-    /// processing is late; false processes every frame as fast as it can.
-    pub realtime: bool,
-    /// `header.frame_id` of the captured frames.
-    pub frame_id: String,
-    /// Also publish each captured frame on `image`.
-    pub publish_image: bool,
-}
-
-impl Default for InputConfig {
-    fn default() -> Self {
-        Self {
-            source: InputSource::Topic,
-            transport: ImageTransport::Raw,
-            device: "0".into(),
-            width: 0,
-            height: 0,
-            fps: 0.0,
-            looping: false,
-            realtime: true,
-            frame_id: "camera".into(),
-            publish_image: false,
-        }
-    }
-}
-
-/// All parameters, grouped as their dotted names are.
+/// The library's parameters, grouped as their dotted names are.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -261,7 +185,6 @@ pub struct Config {
     pub orb: OrbConfig,
     pub sift: SiftConfig,
     pub matching: MatchConfig,
-    pub input: InputConfig,
 }
 
 impl Default for Config {
@@ -274,16 +197,15 @@ impl Default for Config {
             orb: OrbConfig::default(),
             sift: SiftConfig::default(),
             matching: MatchConfig::default(),
-            input: InputConfig::default(),
         }
     }
 }
 
 fn invalid(name: &str, reason: impl Into<String>) -> Error {
-    Error::InvalidParameter {
+    Error::Config(ConfigError::Invalid {
         name: name.to_string(),
         reason: reason.into(),
-    }
+    })
 }
 
 fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
@@ -324,29 +246,6 @@ impl MatchConfig {
     }
 }
 
-/// `input.device: 0` (what `-p input.device:=0` gives) and `"0"` name the same camera.
-fn text_or_number<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<String, D::Error> {
-    match Yaml::deserialize(deserializer)? {
-        Yaml::String(text) => Ok(text),
-        Yaml::Number(number) => Ok(number.to_string()),
-        other => Err(serde::de::Error::custom(format!(
-            "expected a camera index, a path or a GStreamer pipeline, found {other:?}"
-        ))),
-    }
-}
-
-impl InputConfig {
-    pub fn validate(&self) -> Result<()> {
-        parameters::check_ranges("input", self)?;
-        if self.source == InputSource::Camera {
-            crate::camera::Device::parse(&self.device)?;
-        }
-        Ok(())
-    }
-}
-
 impl Config {
     pub fn validate(&self) -> Result<()> {
         parameters::check(
@@ -355,51 +254,82 @@ impl Config {
         )?;
         self.orb.validate()?;
         self.sift.validate()?;
-        self.matching.validate()?;
-        self.input.validate()
+        self.matching.validate()
     }
 
     /// Defaults, then the optional YAML file, then `key=value` overrides; validated.
+    /// The node's own parameters (`input.*`, `matching.mode`) are unknown here: they
+    /// are [`NodeConfig`]'s.
     pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Self> {
-        let mut tree = serde_yaml::to_value(Config::default()).expect("defaults serialise");
-        if let Some(path) = file {
-            merge(&mut tree, parameters_of_file(path)?);
-        }
-        for item in overrides {
-            merge(&mut tree, parse_override(item)?);
-        }
-        let config: Config = serde_path_to_error::deserialize(tree).map_err(|err| {
-            let path = err.path().to_string();
-            let inner = err.into_inner();
-            let text = inner.to_string();
-            if let Some(field) = unknown_field(&text) {
-                // The path already ends with the unknown key when serde visited it.
-                let name = if path == "." || path.is_empty() {
-                    field
-                } else if path == field || path.ends_with(&format!(".{field}")) {
-                    path
-                } else {
-                    format!("{path}.{field}")
-                };
-                Error::UnknownParameter(name)
-            } else {
-                invalid(&path, text)
-            }
-        })?;
+        let defaults = serde_yaml::to_value(Config::default()).expect("defaults serialise");
+        let config: Config = from_tree(layered_tree(defaults, file, overrides)?, "")?;
         config.validate()?;
         Ok(config)
     }
+}
 
-    /// The parameters as a ROS 2 parameter file (`/**: ros__parameters: ...`), which
-    /// [`Config::load`] reads back to the same values.
-    pub fn to_ros_yaml(&self) -> String {
-        let parameters = serde_yaml::to_value(self).expect("a Config serialises");
-        let mut node = Mapping::new();
-        node.insert("ros__parameters".into(), parameters);
-        let mut file = Mapping::new();
-        file.insert("/**".into(), Yaml::Mapping(node));
-        serde_yaml::to_string(&file).expect("a mapping of plain values serialises")
+/// `defaults`, then the parameters of the optional YAML file, then `key=value` overrides.
+fn layered_tree(mut tree: Yaml, file: Option<&Path>, overrides: &[String]) -> Result<Yaml> {
+    if let Some(path) = file {
+        merge(&mut tree, parameters_of_file(path)?);
     }
+    for item in overrides {
+        merge(&mut tree, parse_override(item)?);
+    }
+    Ok(tree)
+}
+
+/// Reads the section `prefix` (`""` for the top level) of a parameter tree; a wrong or
+/// unknown name is reported with its full dotted name.
+fn from_tree<T: DeserializeOwned>(tree: Yaml, prefix: &str) -> Result<T> {
+    let given = tree.clone();
+    serde_path_to_error::deserialize(tree).map_err(|err| {
+        let inner_path = err.path().to_string();
+        let path = match (prefix, inner_path.as_str()) {
+            (_, "." | "") => prefix.to_string(),
+            ("", inner) => inner.to_string(),
+            (prefix, inner) => format!("{prefix}.{inner}"),
+        };
+        let text = err.into_inner().to_string();
+        if let Some(field) = unknown_field(&text) {
+            // The path already ends with the unknown key when serde visited it.
+            let name = if path.is_empty() {
+                field
+            } else if path == field || path.ends_with(&format!(".{field}")) {
+                path
+            } else {
+                format!("{path}.{field}")
+            };
+            let relative = name.strip_prefix(prefix).unwrap_or(&name);
+            Error::Config(ConfigError::Unknown(down_to_a_leaf(
+                &given,
+                relative,
+                name.clone(),
+            )))
+        } else {
+            invalid(&path, text)
+        }
+    })
+}
+
+/// `name` extended to the first parameter under it when it names a whole section
+/// (`input` to `input.fps`), so the error shows a name the user wrote.
+fn down_to_a_leaf(tree: &Yaml, relative: &str, mut name: String) -> String {
+    let mut node = tree;
+    for part in relative.split('.').filter(|part| !part.is_empty()) {
+        match node.get(part) {
+            Some(child) => node = child,
+            None => return name,
+        }
+    }
+    while let Yaml::Mapping(map) = node {
+        let Some((Yaml::String(key), child)) = map.iter().next() else {
+            break;
+        };
+        name = format!("{name}.{key}");
+        node = child;
+    }
+    name
 }
 
 /// serde reports unknown fields as "unknown field `name`, expected ...".
@@ -410,17 +340,23 @@ fn unknown_field(message: &str) -> Option<String> {
 
 /// Reads a YAML file and returns its parameters as one nested mapping.
 fn parameters_of_file(path: &Path) -> Result<Yaml> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        Error::Config(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
     })?;
-    let doc: Yaml = serde_yaml::from_str(&text).map_err(|source| Error::Yaml {
-        path: path.to_path_buf(),
-        source,
+    let doc: Yaml = serde_yaml::from_str(&text).map_err(|source| {
+        Error::Config(ConfigError::Yaml {
+            path: path.to_path_buf(),
+            source,
+        })
     })?;
-    let not_a_mapping = || Error::InvalidParameter {
-        name: path.display().to_string(),
-        reason: "a parameter file must be a YAML mapping".into(),
+    let not_a_mapping = || {
+        Error::Config(ConfigError::Invalid {
+            name: path.display().to_string(),
+            reason: "a parameter file must be a YAML mapping".into(),
+        })
     };
     let Yaml::Mapping(top) = doc else {
         return match doc {
@@ -455,7 +391,7 @@ fn expand_dotted(value: Yaml) -> Result<Yaml> {
     let mut out = Yaml::Mapping(Mapping::new());
     for (key, child) in map {
         let Some(key) = key.as_str() else {
-            return Err(Error::UnknownParameter(format!("{key:?}")));
+            return Err(Error::Config(ConfigError::Unknown(format!("{key:?}"))));
         };
         merge(&mut out, nest(key, expand_dotted(child)?));
     }
@@ -472,12 +408,12 @@ fn nest(dotted: &str, leaf: Yaml) -> Yaml {
 
 /// `orb.n_features=1000` → `{orb: {n_features: 1000}}`; the value is a YAML scalar.
 fn parse_override(item: &str) -> Result<Yaml> {
-    let (key, raw) = item
-        .split_once('=')
-        .ok_or_else(|| Error::InvalidParameter {
+    let (key, raw) = item.split_once('=').ok_or_else(|| {
+        Error::Config(ConfigError::Invalid {
             name: item.to_string(),
             reason: "expected key=value".into(),
-        })?;
+        })
+    })?;
     let key = key.trim();
     if key.is_empty() {
         return Err(invalid(item, "empty parameter name"));
@@ -572,34 +508,74 @@ mod tests {
                 &["input.source=camera", "input.device=\"\""],
                 "input.device",
             ),
+            (&["matching.mode=sideways"], "matching.mode"),
+            (&["matching.sync_tolerance=-1"], "matching.sync_tolerance"),
             (&["bogus=1"], "bogus"),
             (&["novalue"], "novalue"),
         ];
         for (items, name) in cases {
-            let err = Config::load(None, &sets(items)).unwrap_err().to_string();
+            let err = NodeConfig::load(None, &sets(items))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(name), "{items:?}: {err}");
+            // The library's own parameters are checked as the node checks them.
+            let node_only = ["input.", "matching.mode", "matching.sync_tolerance"];
+            if !node_only.iter().any(|prefix| name.starts_with(prefix)) {
+                let err = Config::load(None, &sets(items)).unwrap_err().to_string();
+                assert!(err.contains(name), "{items:?}: {err}");
+            }
         }
     }
 
     #[test]
     fn unknown_parameters_are_named_exactly_once() {
-        for (item, expected) in [("orb.n_feature=3", "orb.n_feature"), ("bogus=1", "bogus")] {
-            match Config::load(None, &sets(&[item])) {
-                Err(Error::UnknownParameter(name)) => assert_eq!(name, expected),
+        for (item, expected) in [
+            ("orb.n_feature=3", "orb.n_feature"),
+            ("bogus=1", "bogus"),
+            ("input.bogus=1", "input.bogus"),
+            ("matching.bogus=1", "matching.bogus"),
+        ] {
+            match NodeConfig::load(None, &sets(&[item])) {
+                Err(Error::Config(ConfigError::Unknown(name))) => assert_eq!(name, expected),
                 other => panic!("{item}: {other:?}"),
             }
         }
     }
 
     #[test]
+    fn the_node_settings_are_unknown_to_the_library_and_kept_apart_by_the_node() {
+        for item in [
+            "input.fps=5",
+            "matching.mode=none",
+            "matching.sync_tolerance=0.01",
+        ] {
+            let name = item.split('=').next().unwrap();
+            match Config::load(None, &sets(&[item])) {
+                Err(Error::Config(ConfigError::Unknown(unknown))) => assert_eq!(unknown, name),
+                other => panic!("{item}: {other:?}"),
+            }
+        }
+        let items = sets(&["matching.mode=stereo", "matching.ratio=0.7", "input.fps=5"]);
+        let c = NodeConfig::load(None, &items).unwrap();
+        assert_eq!(c.matching.mode, MatchMode::Stereo);
+        assert_eq!(c.library.matching.ratio, 0.7);
+        assert_eq!(c.input.fps, 5.0);
+        assert_eq!(
+            c.library,
+            Config::load(None, &sets(&["matching.ratio=0.7"])).unwrap()
+        );
+    }
+
+    #[test]
     fn a_camera_index_may_be_a_number_or_text() {
         for item in ["input.device=2", "input.device=\"2\""] {
-            let c = Config::load(None, &sets(&["input.source=camera", item])).unwrap();
+            let c = NodeConfig::load(None, &sets(&["input.source=camera", item])).unwrap();
             assert_eq!(c.input.device, "2", "{item}");
         }
-        let c = Config::load(None, &sets(&["input.loop=true", "input.realtime=false"])).unwrap();
+        let items = sets(&["input.loop=true", "input.realtime=false"]);
+        let c = NodeConfig::load(None, &items).unwrap();
         assert!(c.input.looping && !c.input.realtime);
-        let back = Config::load(Some(file(&c.to_ros_yaml()).path()), &[]).unwrap();
+        let back = NodeConfig::load(Some(file(&c.to_ros_yaml()).path()), &[]).unwrap();
         assert_eq!(back, c);
     }
 
@@ -607,7 +583,10 @@ mod tests {
     fn bad_yaml_is_reported_with_the_file() {
         let f = file("/**:\n  ros__parameters:\n    orb: [unclosed\n");
         let err = Config::load(Some(f.path()), &[]).unwrap_err();
-        assert!(matches!(err, Error::Yaml { .. }), "{err}");
+        assert!(
+            matches!(err, Error::Config(ConfigError::Yaml { .. })),
+            "{err}"
+        );
         let f = file("- 1\n- 2\n");
         assert!(Config::load(Some(f.path()), &[]).is_err());
     }

@@ -1,12 +1,12 @@
 //! The parameters as ROS sees them: each dotted name with its type, description and
 //! range, and whether it may change while the node runs. The ranges here are the
-//! ones [`Config::validate`] enforces, so `describe_parameters` tells what `set` accepts.
+//! ones [`NodeConfig::validate`] enforces, so `describe_parameters` tells what `set` accepts.
 
 use serde::Serialize;
 use serde_yaml::Value as Yaml;
 
-use super::{invalid, merge, nest, Config};
-use crate::error::{Error, Result};
+use super::{invalid, merge, nest, NodeConfig};
+use crate::error::{ConfigError, Error, Result};
 
 /// Whether a running node takes a new value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ const fn constrained(spec: Spec, constraints: &'static str) -> Spec {
 
 use Change::{Live, Restart};
 
-/// Every parameter; a test checks that this lists exactly the fields of [`Config`].
+/// Every parameter; a test checks that this lists exactly the fields of [`NodeConfig`].
 pub const SPECS: &[Spec] = &[
     constrained(
         spec("algorithm", Restart, None, "feature algorithm"),
@@ -443,10 +443,12 @@ pub(super) fn check_ranges<T: Serialize>(prefix: &str, section: &T) -> Result<()
         .try_for_each(|(name, value)| check(name, value))
 }
 
-impl Config {
+impl NodeConfig {
     /// Every parameter with its current value.
     pub fn parameters(&self) -> Vec<(String, Value)> {
-        parameters_of("", self)
+        let mut out = Vec::new();
+        flatten("", &self.tree(), &mut out);
+        out
     }
 
     /// The current value of `name`.
@@ -460,10 +462,11 @@ impl Config {
     /// This configuration with `changes` made, as a running node takes them: each
     /// name must be a parameter that may change while running, each value of the
     /// parameter's type, and the result must validate. The first problem is the error.
-    pub fn with_changes(&self, changes: &[(String, Value)]) -> Result<Config> {
-        let mut tree = serde_yaml::to_value(self).expect("a Config serialises");
+    pub fn with_changes(&self, changes: &[(String, Value)]) -> Result<NodeConfig> {
+        let mut tree = self.tree();
         for (name, value) in changes {
-            let spec = spec_of(name).ok_or_else(|| Error::UnknownParameter(name.clone()))?;
+            let spec =
+                spec_of(name).ok_or_else(|| Error::Config(ConfigError::Unknown(name.clone())))?;
             if spec.change == Change::Restart {
                 return Err(invalid(
                     name,
@@ -472,7 +475,7 @@ impl Config {
             }
             let current = self
                 .parameter(name)
-                .ok_or_else(|| Error::UnknownParameter(name.clone()))?;
+                .ok_or_else(|| Error::Config(ConfigError::Unknown(name.clone())))?;
             if std::mem::discriminant(&current) != std::mem::discriminant(value) {
                 return Err(invalid(
                     name,
@@ -485,8 +488,7 @@ impl Config {
             }
             merge(&mut tree, nest(name, value.to_yaml()));
         }
-        let config: Config =
-            serde_yaml::from_value(tree).map_err(|err| invalid("", err.to_string()))?;
+        let config = NodeConfig::from_tree(tree)?;
         config.validate()?;
         Ok(config)
     }
@@ -498,7 +500,7 @@ mod tests {
 
     #[test]
     fn every_parameter_has_exactly_one_spec() {
-        let names: Vec<String> = Config::default()
+        let names: Vec<String> = NodeConfig::default()
             .parameters()
             .into_iter()
             .map(|(name, _)| name)
@@ -548,11 +550,11 @@ mod tests {
                 let item = format!("{}={value}", spec.name);
                 let mut items = base.to_vec();
                 items.push(item.clone());
-                Config::load(None, &items).unwrap_or_else(|e| panic!("{item} refused: {e}"));
+                NodeConfig::load(None, &items).unwrap_or_else(|e| panic!("{item} refused: {e}"));
             }
             for value in outside {
                 let item = format!("{}={value}", spec.name);
-                let err = Config::load(None, std::slice::from_ref(&item))
+                let err = NodeConfig::load(None, std::slice::from_ref(&item))
                     .expect_err(&item)
                     .to_string();
                 assert!(err.contains(spec.name), "{item}: {err}");
@@ -562,17 +564,19 @@ mod tests {
 
     #[test]
     fn live_changes_are_validated_and_restart_only_ones_refused_with_the_reason() {
-        let config = Config::default();
+        let config = NodeConfig::default();
         let changed = config
             .with_changes(&[
                 ("orb.n_features".into(), Value::Integer(500)),
                 ("matching.ratio".into(), Value::Double(0.7)),
                 ("orb.score".into(), Value::String("fast".into())),
+                ("matching.sync_tolerance".into(), Value::Double(0.01)),
             ])
             .unwrap();
-        assert_eq!(changed.orb.n_features, 500);
-        assert_eq!(changed.matching.ratio, 0.7);
-        assert_eq!(changed.orb.score, super::super::OrbScore::Fast);
+        assert_eq!(changed.matching.sync_tolerance, 0.01);
+        assert_eq!(changed.library.orb.n_features, 500);
+        assert_eq!(changed.library.matching.ratio, 0.7);
+        assert_eq!(changed.library.orb.score, super::super::OrbScore::Fast);
 
         for (name, value, reason) in [
             ("orb.scale_factor", Value::Double(f64::NAN), "outside"),

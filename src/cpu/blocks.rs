@@ -1,5 +1,5 @@
 //! Fixed-width blocks of a row: loops over a `[T; N]` vectorise where loops over
-//! slices of unknown length keep their bounds checks. [`widest_vectors`] runs
+//! slices of unknown length keep their bounds checks. `widest_vectors` runs
 //! such code compiled for AVX2 where the CPU has it.
 
 /// `N` elements of `row` from `start`; the caller keeps `start + N <= row.len()`.

@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 
 use crate::config::MatchConfig;
-use crate::error::{Error, Result};
+use crate::error::{Error, FeaturesError, Result};
 use crate::extractor::Matcher;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
@@ -27,10 +27,10 @@ impl Matcher for BruteForceMatcher {
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
         let (q, t) = (&query.descriptors, &train.descriptors);
         if q.kind != t.kind {
-            return Err(Error::DescriptorMismatch {
+            return Err(Error::Features(FeaturesError::DescriptorMismatch {
                 query: q.kind.name().into(),
                 train: t.kind.name().into(),
-            });
+            }));
         }
         Ok(match q.kind {
             DescriptorKind::Orb256 => self.match_with(q, t, &Hamming::new()),
@@ -343,7 +343,6 @@ mod tests {
             ratio,
             cross_check,
             max_distance,
-            ..MatchConfig::default()
         })
     }
 
@@ -593,7 +592,13 @@ mod tests {
         let err = matcher(0.8, true, 0.0)
             .match_features(&orb, &sift)
             .unwrap_err();
-        assert!(matches!(err, Error::DescriptorMismatch { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::Features(FeaturesError::DescriptorMismatch { .. })
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("orb256") && err.to_string().contains("sift128u8"));
     }
 }

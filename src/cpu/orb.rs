@@ -6,7 +6,7 @@
 //! rayon task beside the resizing of the next one.
 
 use crate::config::{Distribution, OrbConfig, OrbScore};
-use crate::error::{Error, Result};
+use crate::error::{Error, FeaturesError, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -201,7 +201,9 @@ impl OrbExtractor {
         let n_levels = self.levels.len();
         let mut placed = Vec::with_capacity(keypoints.len());
         for i in 0..keypoints.len() {
-            let invalid = |reason: String| Error::InvalidKeypoint { index: i, reason };
+            let invalid = |reason: String| {
+                Error::Features(FeaturesError::InvalidKeypoint { index: i, reason })
+            };
             let octave = keypoints.octave[i];
             let level = usize::try_from(octave)
                 .ok()

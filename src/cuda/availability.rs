@@ -1,6 +1,6 @@
 //! Whether the CUDA backend can run here, asked without letting cudarc panic.
 
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 
 /// `Ok` when libnvrtc can be loaded (enough to compile kernels, no GPU needed).
 pub fn nvrtc_available() -> Result<()> {
@@ -9,10 +9,10 @@ pub fn nvrtc_available() -> Result<()> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(Error::CudaUnavailable(format!(
+        Err(Error::Cuda(CudaError::Unavailable(format!(
             "libnvrtc not found (searched {:?}; set LD_LIBRARY_PATH to its folder)",
             cudarc::get_lib_name_candidates("nvrtc")
-        )))
+        ))))
     }
 }
 
@@ -22,9 +22,9 @@ pub fn driver_available() -> Result<()> {
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(Error::CudaUnavailable(
+        Err(Error::Cuda(CudaError::Unavailable(
             "libcuda not found: no NVIDIA driver on this machine".into(),
-        ))
+        )))
     }
 }
 
@@ -34,13 +34,11 @@ pub fn availability() -> Result<()> {
     nvrtc_available()?;
     let count = cudarc::driver::result::init()
         .and_then(|()| cudarc::driver::result::device::get_count())
-        .map_err(|source| {
-            Error::CudaUnavailable(format!("the CUDA driver failed to start: {source}"))
-        })?;
+        .map_err(|source| Error::Cuda(CudaError::DriverStart(source)))?;
     if count < 1 {
-        return Err(Error::CudaUnavailable(
+        return Err(Error::Cuda(CudaError::Unavailable(
             "the driver reports no CUDA device".into(),
-        ));
+        )));
     }
     Ok(())
 }

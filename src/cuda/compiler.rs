@@ -11,7 +11,7 @@ use std::fmt;
 use cudarc::nvrtc::result::NvrtcError;
 use cudarc::nvrtc::sys;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, CudaError, Error, Result};
 
 /// A real GPU architecture, `sm_XY`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,9 +23,11 @@ pub struct Arch {
 impl Arch {
     /// Parses `sm_87`, `sm_110`, `87` or `8.7`.
     pub fn parse(text: &str) -> Result<Self> {
-        let invalid = || Error::InvalidParameter {
-            name: "arch".into(),
-            reason: format!("`{text}` is not an architecture like sm_87 or sm_110"),
+        let invalid = || {
+            Error::Config(ConfigError::Invalid {
+                name: "arch".into(),
+                reason: format!("`{text}` is not an architecture like sm_87 or sm_110"),
+            })
         };
         let digits = text.strip_prefix("sm_").unwrap_or(text);
         let (major, minor) = match digits.split_once('.') {
@@ -59,7 +61,7 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 }
 
 fn nvrtc_error(call: &'static str, source: NvrtcError) -> Error {
-    Error::Nvrtc { call, source }
+    Error::Cuda(CudaError::Nvrtc { call, source })
 }
 
 /// An NVRTC program, destroyed on drop. Holds the C strings NVRTC may point into.
@@ -79,9 +81,11 @@ impl Drop for Program {
 }
 
 fn c_string(text: &str, what: &str) -> Result<CString> {
-    CString::new(text).map_err(|_| Error::InvalidParameter {
-        name: what.into(),
-        reason: "contains a NUL byte".into(),
+    CString::new(text).map_err(|_| {
+        Error::Config(ConfigError::Invalid {
+            name: what.into(),
+            reason: "contains a NUL byte".into(),
+        })
     })
 }
 
@@ -178,11 +182,11 @@ pub fn compile_cubin(
         sys::nvrtcCompileProgram(program.handle, pointers.len() as c_int, pointers.as_ptr())
     };
     if compiled.result().is_err() {
-        return Err(Error::KernelCompile {
+        return Err(Error::Cuda(CudaError::Compile {
             module: name.to_owned(),
             arch: arch.to_string(),
             log: program.log(),
-        });
+        }));
     }
     program.cubin()
 }

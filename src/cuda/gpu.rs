@@ -20,7 +20,7 @@ use crate::cuda::availability::availability;
 use crate::cuda::compiler::Arch;
 use crate::cuda::green::{self, SmConfinement};
 use crate::cuda::modules::{cache_dir, MODULES};
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 
 /// The devices open in this process, by ordinal and SM limit; each lives as long as a
 /// pipeline holds it.
@@ -130,7 +130,8 @@ impl GpuDevice {
     pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
         let stream = self.ctx.new_stream()?;
         if self.confinement == SmConfinement::GreenContext {
-            green::check_stream_is_green(&stream).map_err(Error::CudaUnavailable)?;
+            green::check_stream_is_green(&stream)
+                .map_err(|reason| Error::Cuda(CudaError::Unavailable(reason)))?;
         }
         Ok(stream)
     }
@@ -143,12 +144,10 @@ impl GpuDevice {
             match modules.get(module) {
                 Some(loaded) => loaded.clone(),
                 None => {
-                    let source = MODULES.iter().find(|m| m.name == module).ok_or_else(|| {
-                        Error::InvalidParameter {
-                            name: "kernel module".into(),
-                            reason: format!("no module named {module}"),
-                        }
-                    })?;
+                    let source = MODULES
+                        .iter()
+                        .find(|m| m.name == module)
+                        .ok_or_else(|| Error::Cuda(CudaError::NoModule(module.into())))?;
                     let (cubin, cached) = source.cubin(self.arch, &cache_dir())?;
                     log::debug!(
                         "kernel module {module} for {}: {}",
@@ -161,7 +160,13 @@ impl GpuDevice {
                 }
             }
         };
-        Ok(loaded.load_function(name)?)
+        loaded.load_function(name).map_err(|source| {
+            Error::Cuda(CudaError::Kernel {
+                module: module.into(),
+                kernel: name.into(),
+                source,
+            })
+        })
     }
 
     /// The device as reports and `orbsift bench` name it: "NVIDIA H200 (8 SMs, green

@@ -5,7 +5,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::cuda::gpu::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 use crate::image::{Encoding, GrayRule, PixelLayout, RawFrame};
 
 const THREADS: u32 = 256;
@@ -13,9 +13,9 @@ const THREADS: u32 = 256;
 /// Keypoint positions are packed as 16-bit x and y on the GPU.
 pub fn check_gpu_size(width: usize, height: usize) -> Result<()> {
     if width > 0xffff || height > 0xffff {
-        return Err(Error::InvalidImage(format!(
+        return Err(Error::Image(ImageError::Invalid(format!(
             "{width}x{height} is larger than the CUDA backend's 65535 pixels a side"
-        )));
+        ))));
     }
     Ok(())
 }
@@ -45,20 +45,12 @@ impl FrameLayout {
         };
         // The kernel indexes rows with i32 steps.
         i32::try_from(frame.step).map_err(|_| {
-            Error::InvalidImage(format!("step {} is too large for the GPU", frame.step))
+            Error::Image(ImageError::Invalid(format!(
+                "step {} is too large for the GPU",
+                frame.step
+            )))
         })?;
         Ok(layout)
-    }
-
-    /// Packed grey pixels: a `GrayImage`'s layout.
-    pub fn mono8(width: usize, height: usize) -> Self {
-        Self {
-            encoding: Encoding::Mono8,
-            big_endian: false,
-            width,
-            height,
-            step: width,
-        }
     }
 
     /// The bytes of a frame that hold its grey values: its rows up to the last pixel.

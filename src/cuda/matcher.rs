@@ -12,7 +12,7 @@ use crate::cpu::matcher::accept_match;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::cuda::orb::Knn2;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, FeaturesError, Result};
 use crate::extractor::Matcher;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
@@ -52,14 +52,16 @@ pub trait NearestTwo: Sized + Send {
 /// The number of descriptors in `set` as the kernels take it, if `set` is of `kind`.
 pub(crate) fn checked(set: &Descriptors, kind: DescriptorKind, role: &str) -> Result<i32> {
     if set.kind != kind {
-        return Err(Error::DescriptorMismatch {
+        return Err(Error::Features(FeaturesError::DescriptorMismatch {
             query: kind.name().into(),
             train: format!("{} ({role})", set.kind.name()),
-        });
+        }));
     }
-    i32::try_from(set.len()).map_err(|_| Error::InvalidParameter {
-        name: role.into(),
-        reason: format!("{} descriptors are too many", set.len()),
+    i32::try_from(set.len()).map_err(|_| {
+        Error::Config(ConfigError::Invalid {
+            name: role.into(),
+            reason: format!("{} descriptors are too many", set.len()),
+        })
     })
 }
 
@@ -232,10 +234,10 @@ impl<S: NearestTwo> Matcher for CudaMatcher<S> {
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
         let (q, t) = (&query.descriptors, &train.descriptors);
         if q.kind != t.kind {
-            return Err(Error::DescriptorMismatch {
+            return Err(Error::Features(FeaturesError::DescriptorMismatch {
                 query: q.kind.name().into(),
                 train: t.kind.name().into(),
-            });
+            }));
         }
         let nearest = self.search.knn2(q, t, self.config.cross_check)?;
         Ok(accept_all(&self.config, &nearest, t.len() > 1, S::report))

@@ -3,28 +3,29 @@
 //! cudarc loads libcuda and libnvrtc lazily and *panics* when one is missing, so
 //! [`availability`] probes both libraries before any other cudarc call; everything
 //! else in this module assumes it said yes.
+//!
+//! Public here: the extractors and matchers, their timing and stage types, and the kernel
+//! cache ([`build_all`]) that `orbsift kernels build` fills without a GPU. The device,
+//! memory, green-context and compiler plumbing stays inside the crate.
 
-pub mod availability;
-pub mod bench;
-pub mod branch;
-pub mod compiler;
-pub mod gpu;
-pub mod gray;
-pub mod green;
-pub mod kernels_command;
-pub mod l2_matcher;
-pub mod matcher;
-pub mod memory;
-pub mod modules;
-pub mod orb;
-pub mod sift;
+mod availability;
+mod branch;
+mod compiler;
+mod gpu;
+mod gray;
+mod green;
+mod l2_matcher;
+mod matcher;
+mod memory;
+mod modules;
+mod orb;
+mod sift;
 
-pub use availability::{availability, driver_available};
+pub use availability::availability;
 pub use compiler::{nvrtc_version, Arch};
-pub use kernels_command::KernelsCommand;
-pub use l2_matcher::CudaL2Matcher;
+pub use l2_matcher::{CudaL2Matcher, DeviceDescriptors};
 pub use matcher::{CudaHammingMatcher, CudaMatcher, NearestTwo};
 pub use memory::allocations;
-pub use modules::{build_all, cache_dir, BuiltModule, KernelModule, MODULES};
-pub use orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming, Knn2};
+pub use modules::{build_all, cache_dir, BuiltModule};
+pub use orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming, Knn2, LevelStages};
 pub use sift::CudaSiftExtractor;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::cuda::compiler::{compile_cubin, nvrtc_version, Arch};
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use Rounding::{Contracted, Exact, Fast};
 
 /// One `.cu` file compiled as one CUDA module.
@@ -160,7 +160,7 @@ impl KernelModule {
 fn store(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| Error::Io { path, source }
+        move |source| Error::Cuda(CudaError::Cache { path, source })
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;

@@ -27,7 +27,7 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::{FrameLayout, GrayKernel};
 use crate::cuda::matcher::accept_all;
 use crate::cuda::memory::{DeviceBuffer, Staged};
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, CudaError, Error, FeaturesError, ImageError, Result};
 use crate::extractor::Extractor;
 use crate::image::{GrayImage, RawFrame};
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
@@ -156,7 +156,8 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
 }
 
 fn to_i32(value: usize, what: &str) -> Result<i32> {
-    i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+    i32::try_from(value)
+        .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
 }
 
 /// Level tables and buffers for one image size.
@@ -382,9 +383,10 @@ impl CudaOrbExtractor {
     pub fn new(config: OrbConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
         config.validate()?;
         if config.distribution != Distribution::Grid {
-            return Err(Error::CudaUnavailable(
-                "the CUDA ORB backend implements `distribution: grid` only (top_response runs on the CPU backend)".into(),
-            ));
+            return Err(Error::Cuda(CudaError::Unsupported {
+                parameter: "orb.distribution",
+                hint: "the CUDA ORB implements `grid` only; top_response runs on the CPU backend",
+            }));
         }
         let gpu = Gpu::open(0, sm_limit)?;
         let unified = gpu.uses_unified(memory);
@@ -438,10 +440,10 @@ impl CudaOrbExtractor {
         self.fused = match train {
             None => Fused::None,
             Some(d) if d.kind != DescriptorKind::Orb256 => {
-                return Err(Error::DescriptorMismatch {
+                return Err(Error::Features(FeaturesError::DescriptorMismatch {
                     query: DescriptorKind::Orb256.name().into(),
                     train: d.kind.name().into(),
-                })
+                }))
             }
             Some(d) => {
                 let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
@@ -967,17 +969,16 @@ impl CudaOrbExtractor {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
-        let input = plan
-            .inputs
-            .get(slot)
-            .ok_or_else(|| Error::InvalidParameter {
+        let input = plan.inputs.get(slot).ok_or_else(|| {
+            Error::Config(ConfigError::Invalid {
                 name: "input slot".into(),
                 reason: format!(
                     "the plan has {} input slots, not {}",
                     plan.inputs.len(),
                     slot + 1
                 ),
-            })?;
+            })
+        })?;
         if self.use_graph && input.graph.is_none() {
             let stream = &self.gpu.stream;
             stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
@@ -1062,7 +1063,9 @@ impl CudaOrbExtractor {
     /// The frame's features from the plan's host buffers.
     fn collect(&mut self, width: usize, height: usize) -> Result<Features> {
         let Some(plan) = self.plan.as_ref() else {
-            return Err(Error::InvalidImage("no frame was processed".into()));
+            return Err(Error::Image(ImageError::Invalid(
+                "no frame was processed".into(),
+            )));
         };
         let n_levels = plan.geometry.len();
         let words = |bytes: &[u8]| -> Vec<u32> {

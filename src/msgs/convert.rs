@@ -2,7 +2,7 @@
 
 use super::{CompressedImage, Features, Header, Image};
 use crate::config::Algorithm;
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 use crate::image::{Encoding, GrayImage, RawFrame};
 use crate::types;
 
@@ -35,13 +35,17 @@ pub fn gray_from_compressed(image: &CompressedImage, max_pixels: u64) -> Result<
     // `format` is "jpeg", "png", or the raw encoding before them ("bgr8; jpeg compressed bgr8").
     let format = image.format.to_ascii_lowercase();
     if !format.is_empty() && !["jpeg", "jpg", "png"].iter().any(|f| format.contains(f)) {
-        return Err(Error::InvalidImage(format!(
+        return Err(Error::Image(ImageError::Invalid(format!(
             "unsupported compressed format {:?} (supported: jpeg, png)",
             image.format
-        )));
+        ))));
     }
-    GrayImage::decode(&image.data, max_pixels)
-        .map_err(|err| Error::InvalidImage(format!("compressed image ({:?}): {err}", image.format)))
+    GrayImage::decode(&image.data, max_pixels).map_err(|err| {
+        Error::Image(ImageError::Invalid(format!(
+            "compressed image ({:?}): {err}",
+            image.format
+        )))
+    })
 }
 
 /// Converts camera pixels to grey, rejecting frames of more than `max_pixels`
@@ -54,10 +58,10 @@ pub fn gray_from_raw(frame: &RawFrame<'_>, max_pixels: u64) -> Result<GrayImage>
 fn check_pixels(frame: &RawFrame<'_>, max_pixels: u64) -> Result<()> {
     let pixels = frame.width as u64 * frame.height as u64;
     if pixels > max_pixels {
-        return Err(Error::InvalidImage(format!(
+        return Err(Error::Image(ImageError::Invalid(format!(
             "{}x{} has {pixels} pixels, more than max_image_pixels = {max_pixels}",
             frame.width, frame.height
-        )));
+        ))));
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ pub use standard::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TransportError};
 
 /// A message type with its ROS 2 interface name.
 pub trait RosMessage: Serialize + DeserializeOwned + Send + 'static {
@@ -38,17 +38,21 @@ pub trait RosMessage: Serialize + DeserializeOwned + Send + 'static {
 
 /// Encodes `message` as little-endian CDR with its encapsulation header.
 pub fn encode<M: RosMessage>(message: &M) -> Result<Vec<u8>> {
-    cdr::serialize::<_, _, cdr::CdrLe>(message, cdr::Infinite).map_err(|source| Error::Cdr {
-        message: M::NAME,
-        source,
+    cdr::serialize::<_, _, cdr::CdrLe>(message, cdr::Infinite).map_err(|source| {
+        Error::Transport(TransportError::Cdr {
+            message: M::NAME,
+            source,
+        })
     })
 }
 
 /// Decodes CDR (either byte order, as the encapsulation header says).
 pub fn decode<M: RosMessage>(bytes: &[u8]) -> Result<M> {
-    cdr::deserialize(bytes).map_err(|source| Error::Cdr {
-        message: M::NAME,
-        source,
+    cdr::deserialize(bytes).map_err(|source| {
+        Error::Transport(TransportError::Cdr {
+            message: M::NAME,
+            source,
+        })
     })
 }
 

@@ -2,7 +2,7 @@ use serde_reflection::{ContainerFormat, Format, Named, Tracer, TracerConfig};
 
 use super::*;
 use crate::config::Algorithm;
-use crate::error::Error;
+use crate::error::{Error, ImageError, TransportError};
 use crate::types::{self, DescriptorKind, Descriptors, Keypoints};
 
 fn header(sec: i32, nanosec: u32, frame_id: &str) -> Header {
@@ -189,10 +189,10 @@ fn truncated_bytes_are_an_error_naming_the_message() {
         assert!(
             matches!(
                 err,
-                Error::Cdr {
+                Error::Transport(TransportError::Cdr {
                     message: "Features",
                     ..
-                }
+                })
             ),
             "{err}"
         );
@@ -236,7 +236,7 @@ fn images_convert_to_grey_and_bad_ones_say_why() {
     let unknown = image("bayer_rggb8", 2, 2, 2, vec![0; 4]);
     assert!(matches!(
         gray_from_image(&unknown, 100),
-        Err(Error::UnsupportedEncoding(_))
+        Err(Error::Image(ImageError::UnsupportedEncoding(_)))
     ));
     // Sizes whose product overflows u32 are still counted exactly.
     let huge = image("mono8", u32::MAX, u32::MAX, u32::MAX, vec![]);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::source::{Camera, Frame, FrameSource, Next, Pixels};
 use crate::camera::{Capture, Pacer, Read};
 use crate::config::InputConfig;
-use crate::error::{Error, Result};
+use crate::error::{CameraError, Error, Result};
 
 /// A live source that gives no frame for this long is considered lost.
 const LOST_AFTER: Duration = Duration::from_secs(5);
@@ -39,12 +39,12 @@ impl CameraSource {
         let pacer = match (paced, capture.fps()) {
             (false, _) => None,
             (true, Some(fps)) => Some(Pacer::new(fps, Instant::now())),
-            (true, None) => return Err(Error::Camera {
+            (true, None) => return Err(Error::Camera(CameraError::Failed {
                 device: capture.device().to_string(),
                 reason:
                     "reports no frame rate to play it at: set input.fps, or input.realtime: false"
                         .into(),
-            }),
+            })),
         };
         Ok(Self {
             capture,
@@ -106,20 +106,20 @@ impl FrameSource for CameraSource {
                 }
                 Read::Unreadable(reason) => {
                     if self.last_frame.elapsed() > LOST_AFTER {
-                        return Err(Error::Camera {
+                        return Err(Error::Camera(CameraError::Failed {
                             device: self.capture.device().to_string(),
                             reason: format!("no frame for {} s: giving up", LOST_AFTER.as_secs()),
-                        });
+                        }));
                     }
                     std::thread::sleep(RETRY_AFTER);
                     return Ok(Next::Unreadable { count: 1, reason });
                 }
                 // OpenCV reports an undecodable file as an empty one.
                 Read::End if self.frames == 0 => {
-                    return Err(Error::Camera {
+                    return Err(Error::Camera(CameraError::Failed {
                         device: self.capture.device().to_string(),
                         reason: "no frame could be decoded".into(),
-                    })
+                    }))
                 }
                 Read::End if self.looping && self.frames > self.frames_at_start => {
                     self.frames_at_start = self.frames;

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Backend, Config, MatchMode};
+use crate::config::{Backend, MatchMode, NodeConfig};
 use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
@@ -76,7 +76,7 @@ pub fn input_topics(mode: MatchMode) -> &'static [(Camera, &'static str)] {
 /// Extraction and matching state of one running node.
 pub struct Node {
     name: String,
-    config: Config,
+    config: NodeConfig,
     /// Where parameter changes arrive from the transport's services.
     parameters: Arc<LiveParameters>,
     /// The change of `parameters` last applied.
@@ -95,16 +95,16 @@ pub struct Node {
 
 impl Node {
     /// A node named `name` (for diagnostics) with the backends `config` asks for.
-    pub fn new(name: &str, config: Config) -> Result<Self> {
-        let extractor = crate::create_extractor(&config)?;
-        let matcher = crate::create_matcher(&config)?;
+    pub fn new(name: &str, config: NodeConfig) -> Result<Self> {
+        let extractor = crate::create_extractor(&config.library)?;
+        let matcher = crate::create_matcher(&config.library)?;
         Ok(Self::with_backends(name, config, extractor, matcher))
     }
 
     /// A node over the given extractor and matcher.
     pub fn with_backends(
         name: &str,
-        config: Config,
+        config: NodeConfig,
         extractor: Box<dyn Extractor>,
         matcher: Box<dyn Matcher>,
     ) -> Self {
@@ -130,8 +130,8 @@ impl Node {
     /// Temporal matching goes to the extractor where it can match consecutive frames
     /// itself (the GPU keeps the previous frame's descriptors), else to the matcher.
     fn place_temporal_matching(&mut self) {
-        let matching = &self.config.matching;
-        let wanted = (matching.mode == MatchMode::Temporal).then_some(matching);
+        let temporal = self.config.matching.mode == MatchMode::Temporal;
+        let wanted = temporal.then_some(&self.config.library.matching);
         self.extractor_matches = match self.extractor.match_consecutive_frames(wanted) {
             Ok(accepted) => accepted,
             Err(err) => {
@@ -201,7 +201,7 @@ impl Node {
         let device = self.extractor.device_name();
         let who = Identity {
             node_name: &self.name,
-            algorithm: self.config.algorithm.name(),
+            algorithm: self.config.library.algorithm.name(),
             backend: self.extractor.backend_name(),
             device: &device,
         };
@@ -225,24 +225,27 @@ impl Node {
             return;
         };
         let mut on_this_backend = config.clone();
-        on_this_backend.backend = match self.extractor.backend_name() {
+        on_this_backend.library.backend = match self.extractor.backend_name() {
             "cuda" => Backend::Cuda,
             _ => Backend::Cpu,
         };
-        if config.orb != self.config.orb || config.sift != self.config.sift {
-            match crate::create_extractor(&on_this_backend) {
+        if config.library.orb != self.config.library.orb
+            || config.library.sift != self.config.library.sift
+        {
+            match crate::create_extractor(&on_this_backend.library) {
                 Ok(extractor) => self.extractor = extractor,
-                Err(err) => self
-                    .failures
-                    .warn(&format!("keeping the previous extractor: {err}")),
+                Err(err) => self.failures.warn(&format!(
+                    "keeping the previous extractor: {}",
+                    err.one_line()
+                )),
             }
         }
-        if config.matching != self.config.matching {
-            match crate::create_matcher(&on_this_backend) {
+        if config.library.matching != self.config.library.matching {
+            match crate::create_matcher(&on_this_backend.library) {
                 Ok(matcher) => self.matcher = matcher,
                 Err(err) => self
                     .failures
-                    .warn(&format!("keeping the previous matcher: {err}")),
+                    .warn(&format!("keeping the previous matcher: {}", err.one_line())),
             }
         }
         self.stereo.set_tolerance(config.matching.sync_tolerance);
@@ -265,7 +268,7 @@ impl Node {
             let published = outputs.publish_image(image);
             self.publish(published);
         }
-        let max_pixels = self.config.max_image_pixels;
+        let max_pixels = self.config.library.max_image_pixels;
         // Raw frames go to the extractor as they are (a GPU converts them itself);
         // only their fields are checked here.
         let checked = match pixels {
@@ -280,7 +283,7 @@ impl Node {
         match checked {
             Ok(pixels) => self.handle_checked(camera, header, pixels, received, outputs),
             Err(reason) => {
-                let reason = reason.to_string();
+                let reason = reason.one_line();
                 let stamp = header.stamp;
                 self.rejections.warn(&format!(
                     "rejected a frame from {camera:?} (stamp {}.{:09}, frame_id {:?}): {reason}",
@@ -311,12 +314,14 @@ impl Node {
         let features = match pixels.extract(self.extractor.as_mut()) {
             Ok(features) => features,
             Err(err) => {
-                self.failures.warn(&format!("extraction failed: {err}"));
+                self.failures
+                    .warn(&format!("extraction failed: {}", err.one_line()));
                 self.stats.failed();
                 return;
             }
         };
-        let message = msgs::features_message(header.clone(), self.config.algorithm, &features);
+        let message =
+            msgs::features_message(header.clone(), self.config.library.algorithm, &features);
         self.publish(outputs.publish_features(message));
         self.stats
             .processed(received.elapsed(), header.stamp, features.keypoints.len());
@@ -394,7 +399,7 @@ impl Node {
             }
             Err(err) => {
                 self.failures
-                    .warn(&format!("{mode} matching failed: {err}"));
+                    .warn(&format!("{mode} matching failed: {}", err.one_line()));
                 self.stats.failed();
             }
         }
@@ -413,7 +418,8 @@ impl Node {
 
     fn publish(&mut self, result: Result<()>) {
         if let Err(err) = result {
-            self.failures.warn(&format!("publishing failed: {err}"));
+            self.failures
+                .warn(&format!("publishing failed: {}", err.one_line()));
         }
     }
 }

@@ -4,17 +4,17 @@ use std::time::Instant;
 
 use super::source::{FrameSource, Next};
 use crate::config::InputConfig;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 /// Never exists in this build.
 pub enum CameraSource {}
 
 impl CameraSource {
     pub fn open(_input: &InputConfig, _max_image_pixels: u64) -> Result<Self> {
-        Err(Error::InvalidParameter {
+        Err(Error::Config(ConfigError::Invalid {
             name: "input.source".into(),
             reason: "this build has no camera input: enable the `camera` feature".into(),
-        })
+        }))
     }
 }
 

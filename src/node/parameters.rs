@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::config::{spec_of, Change, Config, Range, Value};
+use crate::config::{spec_of, Change, NodeConfig, Range, Value};
 use crate::msgs::rcl_interfaces::{
     parameter_type, DescribeParametersRequest, DescribeParametersResponse, FloatingPointRange,
     GetParameterTypesRequest, GetParameterTypesResponse, GetParametersRequest,
@@ -19,7 +19,7 @@ use crate::msgs::Time;
 /// The running node's configuration, changed by parameter requests.
 pub struct LiveParameters {
     node_name: String,
-    config: Mutex<Config>,
+    config: Mutex<NodeConfig>,
     /// Counts accepted changes, so the processing thread sees one cheaply.
     generation: AtomicU64,
 }
@@ -89,7 +89,7 @@ fn listed(name: &str, prefixes: &[String], depth: u64) -> bool {
 }
 
 impl LiveParameters {
-    pub fn new(node_name: &str, config: Config) -> Self {
+    pub fn new(node_name: &str, config: NodeConfig) -> Self {
         Self {
             node_name: node_name.to_string(),
             config: Mutex::new(config),
@@ -97,19 +97,19 @@ impl LiveParameters {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Config> {
+    fn lock(&self) -> MutexGuard<'_, NodeConfig> {
         self.config
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The configuration now.
-    pub fn config(&self) -> Config {
+    pub fn config(&self) -> NodeConfig {
         self.lock().clone()
     }
 
     /// The configuration if it changed since `seen`, which is updated.
-    pub fn changed_since(&self, seen: &mut u64) -> Option<Config> {
+    pub fn changed_since(&self, seen: &mut u64) -> Option<NodeConfig> {
         let now = self.generation.load(Ordering::Acquire);
         if now == *seen {
             return None;
@@ -223,7 +223,7 @@ impl LiveParameters {
         let mut config = self.lock();
         let changed = config
             .with_changes(&changes)
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| err.one_line())?;
         *config = changed;
         self.generation.fetch_add(1, Ordering::Release);
         Ok(ParameterEvent {

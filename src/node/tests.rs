@@ -1,6 +1,7 @@
 use std::cell::RefCell;
 
 use super::*;
+use crate::error::CameraError;
 use crate::image::GrayImage;
 use crate::msgs::{Image, Time};
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -89,9 +90,9 @@ impl Outputs for Recorder {
 }
 
 fn node(mode: MatchMode) -> Node {
-    let mut config = Config::default();
+    let mut config = NodeConfig::default();
     config.matching.mode = mode;
-    config.max_image_pixels = 64 * 64;
+    config.library.max_image_pixels = 64 * 64;
     Node::with_backends(
         "test_node",
         config,
@@ -253,10 +254,10 @@ fn the_latest_frame_wins_and_replaced_frames_are_counted() {
 
 #[test]
 fn a_camera_that_cannot_be_opened_is_a_start_up_error() {
-    let mut config = Config::default();
+    let mut config = NodeConfig::default();
     config.input.source = crate::config::InputSource::Camera;
     config.input.device = "/nonexistent/clip.avi".into();
-    let err = CameraSource::open(&config.input, config.max_image_pixels)
+    let err = CameraSource::open(&config.input, config.library.max_image_pixels)
         .err()
         .expect("a missing file is refused")
         .to_string();
@@ -370,10 +371,10 @@ fn run_ends_with_the_error_of_a_failed_source_and_stops_when_asked() {
     let mut failing = Scripted {
         script: [
             Ok(Next::Frame(Box::new(frame(Camera::Mono, 1, 0, 16)))),
-            Err(crate::Error::Camera {
+            Err(crate::Error::Camera(CameraError::Failed {
                 device: "camera 0".into(),
                 reason: "no frame for 5 s: giving up".into(),
-            }),
+            })),
         ]
         .into(),
         dropped: 0,
@@ -419,7 +420,7 @@ fn compressed(sec: i32, format: &str, data: Vec<u8>) -> Frame {
 
 #[test]
 fn compressed_frames_are_decoded_as_files_are_and_bad_ones_rejected_with_the_reason() {
-    let mut config = Config::default();
+    let mut config = NodeConfig::default();
     config.matching.mode = MatchMode::None;
     let mut node = Node::with_backends(
         "test_node",

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 /// The node's name and namespace, its parameter sources and its remapping rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,7 +12,7 @@ pub struct RosArgs {
     /// Absolute, without a trailing slash except for the root `/`.
     pub namespace: String,
     pub params_files: Vec<PathBuf>,
-    /// `name=value`, as [`crate::Config::load`] takes overrides.
+    /// `name=value`, as [`crate::config::NodeConfig::load`] takes overrides.
     pub overrides: Vec<String>,
     remaps: Vec<(String, String)>,
 }
@@ -21,7 +21,11 @@ pub struct RosArgs {
 fn assignment<'a>(flag: &str, item: &'a str) -> Result<(&'a str, &'a str)> {
     item.split_once(":=")
         .filter(|(key, _)| !key.is_empty())
-        .ok_or_else(|| Error::RosArgs(format!("{flag} expects name:=value, got {item:?}")))
+        .ok_or_else(|| {
+            Error::Config(ConfigError::RosArgs(format!(
+                "{flag} expects name:=value, got {item:?}"
+            )))
+        })
 }
 
 fn absolute_namespace(namespace: &str) -> String {
@@ -44,18 +48,18 @@ impl RosArgs {
         let mut items = args.iter();
         while let Some(item) = items.next() {
             let mut value_of = |flag: &str| {
-                items
-                    .next()
-                    .ok_or_else(|| Error::RosArgs(format!("{flag} needs a value")))
+                items.next().ok_or_else(|| {
+                    Error::Config(ConfigError::RosArgs(format!("{flag} needs a value")))
+                })
             };
             match item.as_str() {
                 "--ros-args" => in_ros_args = true,
                 "--" if in_ros_args => in_ros_args = false,
                 _ if !in_ros_args => {
-                    return Err(Error::RosArgs(format!(
+                    return Err(Error::Config(ConfigError::RosArgs(format!(
                         "unexpected argument {item:?}: orbsift_node takes only --ros-args \
                          (--params-file FILE, -p name:=value, -r from:=to)"
-                    )))
+                    ))))
                 }
                 "--params-file" => parsed.params_files.push(value_of(item)?.into()),
                 "-p" | "--param" => {
@@ -71,17 +75,17 @@ impl RosArgs {
                     }
                 }
                 other => {
-                    return Err(Error::RosArgs(format!(
+                    return Err(Error::Config(ConfigError::RosArgs(format!(
                         "unsupported ROS argument {other:?} (supported: --params-file, -p, -r)"
-                    )))
+                    ))))
                 }
             }
         }
         if parsed.node_name.is_empty() || parsed.node_name.contains('/') {
-            return Err(Error::RosArgs(format!(
+            return Err(Error::Config(ConfigError::RosArgs(format!(
                 "invalid node name {:?}",
                 parsed.node_name
-            )));
+            ))));
         }
         Ok(parsed)
     }

@@ -15,7 +15,7 @@ use super::receive_buffer;
 use super::sequence_gaps::SequenceGaps;
 use super::{image_topic, RosArgs, Shutdown, Transport};
 use crate::config::ImageTransport;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result, TransportError};
 use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
 use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
 use crate::node::{Camera, Frame, InputQueue, LiveParameters, Outputs};
@@ -25,9 +25,11 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let what = what.into();
-    move |source| Error::Transport {
-        what,
-        source: Box::new(source),
+    move |source| {
+        Error::Transport(TransportError::Ros {
+            what,
+            source: Box::new(source),
+        })
     }
 }
 
@@ -78,10 +80,10 @@ impl DdsEndpoint {
         let context =
             Context::from_domain_participant(participant).map_err(transport_error(cannot_join))?;
         let node_name = NodeName::new(&args.namespace, &args.node_name).map_err(|err| {
-            Error::RosArgs(format!(
+            Error::Config(ConfigError::RosArgs(format!(
                 "invalid node name {}: {err:?}",
                 args.fully_qualified_name()
-            ))
+            )))
         })?;
         let options = NodeOptions::new()
             .enable_rosout(false)
@@ -110,8 +112,11 @@ impl DdsEndpoint {
         qos: &QosProfile,
     ) -> Result<ros2_client::dds::rustdds::Topic> {
         let resolved = self.args.resolve(name);
-        let ros_name = Name::parse(&resolved)
-            .map_err(|err| Error::RosArgs(format!("invalid topic name {resolved}: {err:?}")))?;
+        let ros_name = Name::parse(&resolved).map_err(|err| {
+            Error::Config(ConfigError::RosArgs(format!(
+                "invalid topic name {resolved}: {err:?}"
+            )))
+        })?;
         self.node
             .create_topic(&ros_name, MessageTypeName::new(M::PACKAGE, M::NAME), qos)
             .map_err(transport_error(format!("cannot create topic {resolved}")))
@@ -136,8 +141,11 @@ impl DdsEndpoint {
         S::Response: ros2_client::Message,
     {
         let resolved = self.args.resolve(name);
-        let ros_name = Name::parse(&resolved)
-            .map_err(|err| Error::RosArgs(format!("invalid service name {resolved}: {err:?}")))?;
+        let ros_name = Name::parse(&resolved).map_err(|err| {
+            Error::Config(ConfigError::RosArgs(format!(
+                "invalid service name {resolved}: {err:?}"
+            )))
+        })?;
         self.node
             .create_server(
                 ServiceMapping::Enhanced,
@@ -271,7 +279,7 @@ impl ParameterServices {
     fn announce(&self, events: impl IntoIterator<Item = ParameterEvent>) {
         for event in events {
             if let Err(err) = publish(&self.events, event) {
-                log::warn!("{err}");
+                log::warn!("{}", err.one_line());
             }
         }
     }

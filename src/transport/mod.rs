@@ -25,7 +25,7 @@ pub use shutdown::{Reason, Shutdown};
 use std::sync::Arc;
 
 use crate::config::ImageTransport;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 #[cfg(any(feature = "dds", feature = "r2r"))]
 use crate::node::{Camera, InputQueue, LiveParameters, Outputs};
 
@@ -77,7 +77,13 @@ pub fn domain_id_from_env() -> Result<u16> {
             .parse::<u16>()
             .ok()
             .filter(|id| *id <= 232)
-            .ok_or_else(|| Error::RosArgs(format!("ROS_DOMAIN_ID={text:?} is not in 0..=232"))),
-        Err(err) => Err(Error::RosArgs(format!("ROS_DOMAIN_ID: {err}"))),
+            .ok_or_else(|| {
+                Error::Config(ConfigError::RosArgs(format!(
+                    "ROS_DOMAIN_ID={text:?} is not in 0..=232"
+                )))
+            }),
+        Err(err) => Err(Error::Config(ConfigError::RosArgs(format!(
+            "ROS_DOMAIN_ID: {err}"
+        )))),
     }
 }

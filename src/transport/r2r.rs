@@ -14,8 +14,8 @@ use r2r::{
 
 use super::qos::{self, Qos};
 use super::{image_topic, Shutdown, Transport};
-use crate::config::{Config, ImageTransport};
-use crate::error::{Error, Result};
+use crate::config::{ImageTransport, NodeConfig};
+use crate::error::{Error, Result, TransportError};
 use crate::msgs::rcl_interfaces::{self as rcl, ParameterEvent, Service};
 use crate::msgs::{self, CompressedImage, DiagnosticArray, Image, RosMessage};
 use crate::node::{Camera, Frame, InputQueue, LiveParameters, Outputs};
@@ -25,9 +25,11 @@ const SPIN_PERIOD: Duration = Duration::from_millis(20);
 
 fn rcl_error(what: impl Into<String>) -> impl FnOnce(r2r::Error) -> Error {
     let what = what.into();
-    move |source| Error::Transport {
-        what,
-        source: Box::new(source),
+    move |source| {
+        Error::Transport(TransportError::Ros {
+            what,
+            source: Box::new(source),
+        })
     }
 }
 
@@ -45,7 +47,7 @@ fn profile(qos: Qos) -> QosProfile {
     }
 }
 
-/// A parameter as the `name=value` override [`Config::load`] takes.
+/// A parameter as the `name=value` override [`NodeConfig::load`] takes.
 fn override_of(name: &str, value: &ParameterValue) -> Option<String> {
     let text = match value {
         ParameterValue::NotSet => return None,
@@ -117,7 +119,7 @@ pub struct RclTransport {
 impl RclTransport {
     /// Initialises rcl from the process arguments and creates the node; returns it
     /// with the configuration its parameters (`--params-file`, `-p`) give.
-    pub fn create(default_node_name: &str) -> Result<(Self, Config)> {
+    pub fn create(default_node_name: &str) -> Result<(Self, NodeConfig)> {
         let context = r2r::Context::create().map_err(rcl_error("cannot initialise rcl"))?;
         let node = r2r::Node::create(context.clone(), default_node_name, "")
             .map_err(rcl_error("cannot create the ROS node"))?;
@@ -129,7 +131,7 @@ impl RclTransport {
                 .filter_map(|(name, p)| override_of(name, &p.value))
                 .collect()
         };
-        let config = Config::load(None, &overrides)?;
+        let config = NodeConfig::load(None, &overrides)?;
         let transport = Self {
             context,
             node,
@@ -145,13 +147,12 @@ impl RclTransport {
     }
 
     fn spawn(&self, task: impl futures::Future<Output = ()> + 'static, what: &str) -> Result<()> {
-        self.pool
-            .spawner()
-            .spawn_local(task)
-            .map_err(|source| Error::Transport {
+        self.pool.spawner().spawn_local(task).map_err(|source| {
+            Error::Transport(TransportError::Ros {
                 what: format!("cannot start {what}"),
                 source: Box::new(source),
             })
+        })
     }
 
     /// Serves `service` (r2r's type `R`, ours `S`) as `answer` says. r2r's messages
@@ -270,7 +271,7 @@ impl Transport for RclTransport {
             Arc::new(self.publisher::<ParameterEvent>("/parameter_events", qos::PARAMETER_EVENTS)?);
         let announce = move |event: ParameterEvent| {
             if let Err(err) = publish(&events, &event) {
-                log::warn!("{err}");
+                log::warn!("{}", err.one_line());
             }
         };
         let p = parameters.clone();

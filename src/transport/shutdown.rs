@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TransportError};
 
 /// Why the node stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +35,10 @@ impl Shutdown {
         let shutdown = Arc::new(Self::default());
         let handler = shutdown.clone();
         ctrlc::set_handler(move || handler.request(Reason::Signal)).map_err(|source| {
-            Error::Transport {
+            Error::Transport(TransportError::Ros {
                 what: "cannot install the SIGINT/SIGTERM handler".into(),
                 source: Box::new(source),
-            }
+            })
         })?;
         Ok(shutdown)
     }

@@ -1,13 +1,13 @@
 //! `orbsift bench`: a table for people and one `BENCH ...` line per size for scripts.
 //!
 //! On the CPU each call is timed with a wall clock. On the CUDA backend the GPU's
-//! events time extraction, upload and fused matching (`orbsift::cuda::bench`).
+//! events time extraction, upload and fused matching (`gpu_bench.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use orbsift::{Config, Error, Extractor, GrayImage, Matcher, Result};
+use orbsift::{Config, ConfigError, Error, Extractor, GrayImage, Matcher, Result};
 
 const SIZES: [(usize, usize); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
 const WARM_UP_RUNS: usize = 3;
@@ -77,29 +77,29 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
         ("--no-graph", !options.graph),
     ];
     if let Some((flag, _)) = cuda_only.iter().find(|(_, set)| *set && backend != "cuda") {
-        return Err(Error::InvalidParameter {
+        return Err(Error::Config(ConfigError::Invalid {
             name: (*flag).into(),
             reason: format!("applies to the CUDA backend only, not {backend}"),
-        });
+        }));
     }
     let counts = options.sift_features.len();
     if counts > 0 && (backend != "cuda" || config.algorithm.name() != "sift") {
-        return Err(Error::InvalidParameter {
+        return Err(Error::Config(ConfigError::Invalid {
             name: "--sift-features".into(),
             reason: format!(
                 "applies to SIFT on the CUDA backend only, not {} on {backend}",
                 config.algorithm.name()
             ),
-        });
+        }));
     }
     if counts > 1 && counts != SIZES.len() {
-        return Err(Error::InvalidParameter {
+        return Err(Error::Config(ConfigError::Invalid {
             name: "--sift-features".into(),
             reason: format!(
                 "one count for every size or one per size ({}), not {counts}",
                 SIZES.len()
             ),
-        });
+        }));
     }
     let mut matcher = orbsift::create_matcher(config)?;
     let mut out = std::io::stdout().lock();
@@ -218,8 +218,8 @@ fn gpu_row(
     frames: &[GrayImage],
     matcher: &mut dyn Matcher,
 ) -> Result<Row> {
+    use crate::gpu_bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
     use orbsift::config::Algorithm;
-    use orbsift::cuda::bench::{bench_orb, bench_orb_throughput, bench_sift, GpuSetup};
     let (warmup, iterations) = (GPU_WARM_UP_RUNS, options.iterations);
     let setup = GpuSetup {
         memory: config.memory,
@@ -261,7 +261,7 @@ fn match_features(
     frames: &[GrayImage],
     target: usize,
 ) -> Result<(Config, Matched)> {
-    let (sift, features_mean) = orbsift::cuda::bench::sift_config_for_features(
+    let (sift, features_mean) = crate::gpu_bench::sift_config_for_features(
         &config.sift,
         config.memory,
         sm_limit,
@@ -289,17 +289,17 @@ fn match_features(
     _: &[GrayImage],
     _: usize,
 ) -> Result<(Config, Matched)> {
-    Err(Error::CudaUnavailable(
+    Err(Error::Cuda(orbsift::CudaError::Unavailable(
         "built without the `cuda` feature".into(),
-    ))
+    )))
 }
 
 /// Without the `cuda` feature no extractor names itself "cuda".
 #[cfg(not(feature = "cuda"))]
 fn gpu_row(_: &Config, _: &Options, _: &[GrayImage], _: &mut dyn Matcher) -> Result<Row> {
-    Err(Error::CudaUnavailable(
+    Err(Error::Cuda(orbsift::CudaError::Unavailable(
         "built without the `cuda` feature".into(),
-    ))
+    )))
 }
 
 /// Extraction, then matching the frame's features against themselves, on the wall

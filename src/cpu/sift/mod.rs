@@ -25,7 +25,7 @@ pub mod refine;
 use rayon::prelude::*;
 
 use crate::config::SiftConfig;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -137,7 +137,7 @@ impl SiftExtractor {
                 && (-w..2.0 * w).contains(&x)
                 && (-h..2.0 * h).contains(&y);
             if !valid {
-                return Err(Error::InvalidParameter {
+                return Err(Error::Config(ConfigError::Invalid {
                     name: "frames".into(),
                     reason: format!(
                         "frame {i} (x {x}, y {y}, size {size}, angle {angle}) is not a finite \
@@ -145,14 +145,14 @@ impl SiftExtractor {
                         image.width(),
                         image.height()
                     ),
-                });
+                }));
             }
             if space.gaussian.is_empty() {
-                return Err(Error::InvalidImage(format!(
+                return Err(Error::Image(ImageError::Invalid(format!(
                     "{}x{} is too small for a SIFT scale space",
                     image.width(),
                     image.height()
-                )));
+                ))));
             }
             let octave_layer = (size as f64 / self.config.sigma).log2() - 1.0;
             let mut octave = octave_layer.floor() as i32;

@@ -20,7 +20,7 @@ use cudarc::driver::{sys, CudaEvent, CudaStream};
 
 use super::{copy_frame, CudaOrbExtractor};
 use crate::cuda::gray::FrameLayout;
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 use crate::image::GrayImage;
 use crate::types::Features;
 
@@ -130,10 +130,9 @@ impl CudaOrbPipeline {
         let extractor = &mut self.extractor;
         extractor.gpu.ctx.bind_to_thread()?;
         extractor.prepare(layout.width, layout.height)?;
-        let plan = extractor
-            .plan
-            .as_mut()
-            .ok_or_else(|| Error::InvalidImage("no plan for the frame's size".into()))?;
+        let plan = extractor.plan.as_mut().ok_or_else(|| {
+            Error::Image(ImageError::Invalid("no plan for the frame's size".into()))
+        })?;
         let input = plan.input(&extractor.gpu, slot, layout, extractor.unified)?;
         copy_frame(input, &image.as_raw());
         input.frame.upload_async(&self.copy_stream)?;

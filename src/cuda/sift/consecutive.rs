@@ -12,7 +12,7 @@ use crate::cuda::gpu::GpuDevice;
 use crate::cuda::l2_matcher::CudaL2Matcher;
 use crate::cuda::matcher::{accept_all, NearestTwo};
 use crate::cuda::memory::{DeviceBuffer, Reused};
-use crate::error::{Error, Result};
+use crate::error::{Error, ImageError, Result};
 use crate::types::Match;
 
 use super::plan::DESCRIPTOR_BYTES;
@@ -40,8 +40,9 @@ impl Consecutive {
     /// first frame.
     pub fn next(&mut self, current: CUdeviceptr, len: usize) -> Result<Option<Vec<Match>>> {
         let count = |n: usize| {
-            i32::try_from(n)
-                .map_err(|_| Error::InvalidImage(format!("{n} descriptors are too many")))
+            i32::try_from(n).map_err(|_| {
+                Error::Image(ImageError::Invalid(format!("{n} descriptors are too many")))
+            })
         };
         let ctx = self.search.context().clone();
         let matches = match self.previous_len {

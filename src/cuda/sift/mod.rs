@@ -20,7 +20,7 @@ use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::check_gpu_size;
 use crate::cuda::orb::FrameTiming;
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
@@ -64,11 +64,11 @@ impl CudaSiftExtractor {
     pub fn new(config: SiftConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
         config.validate()?;
         if config.upscale && config.precise_upscale {
-            return Err(Error::CudaUnavailable(
-                "the CUDA SIFT has OpenCV's default upscale only: set sift.precise_upscale=false \
-                 or use the CPU backend"
-                    .into(),
-            ));
+            return Err(Error::Cuda(CudaError::Unsupported {
+                parameter: "sift.precise_upscale",
+                hint: "the CUDA SIFT upscales as OpenCV does by default: set \
+                       sift.precise_upscale=false or use the CPU backend",
+            }));
         }
         let taps = Taps::new(&config)?;
         let gpu = Gpu::open(0, sm_limit)?;

@@ -8,7 +8,7 @@ use std::mem::size_of;
 use crate::config::SiftConfig;
 use crate::cpu::sift::pyramid::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use crate::cuda::memory::{DeviceBuffer, Staged};
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, ImageError, Result};
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
@@ -156,7 +156,8 @@ pub struct BlurStage {
 }
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
-    i32::try_from(value).map_err(|_| Error::InvalidImage(format!("{what} {value} is too large")))
+    i32::try_from(value)
+        .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
 }
 
 /// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
@@ -186,14 +187,14 @@ impl Taps {
             .collect();
         let max_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
         if max_radius > MAX_RADIUS {
-            return Err(Error::InvalidParameter {
+            return Err(Error::Config(ConfigError::Invalid {
                 name: "sift.sigma".into(),
                 reason: format!(
                     "the CUDA backend blurs with radii up to {MAX_RADIUS} px; sigma {} with {n} \
                      layers per octave needs {max_radius}",
                     config.sigma
                 ),
-            });
+            }));
         }
         Ok(Self {
             values,
@@ -531,7 +532,7 @@ fn blur_schedule(
             first_job,
             n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
             tiles: u32::try_from(tiles)
-                .map_err(|_| Error::InvalidImage("too many tiles".into()))?,
+                .map_err(|_| Error::Image(ImageError::Invalid("too many tiles".into())))?,
             max_radius,
         });
     }

@@ -3,9 +3,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::cuda::compiler::{nvrtc_version, Arch};
-use crate::cuda::modules::{build_all, cache_dir};
-use crate::error::{Error, Result};
+use orbsift::cuda::{build_all, cache_dir, nvrtc_version, Arch};
+use orbsift::{Error, Result};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum KernelsCommand {
@@ -32,7 +31,7 @@ impl KernelsCommand {
                 let dir = dir.clone().unwrap_or_else(cache_dir);
                 let built = build_all(arch, &dir)?;
                 let (major, minor) = nvrtc_version()?;
-                let stdout = |source| Error::Io {
+                let stdout = |source| Error::Write {
                     path: "<stdout>".into(),
                     source,
                 };

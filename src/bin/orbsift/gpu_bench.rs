@@ -3,13 +3,11 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::config::{MemoryMode, OrbConfig, SiftConfig};
-use crate::cuda::orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming};
-use crate::cuda::sift::CudaSiftExtractor;
-use crate::error::{Error, Result};
-use crate::extractor::{Extractor, Matcher};
-use crate::image::GrayImage;
-use crate::types::Features;
+use orbsift::config::MemoryMode;
+use orbsift::cuda::{CudaOrbExtractor, CudaOrbPipeline, CudaSiftExtractor, FrameTiming};
+use orbsift::{
+    Error, Extractor, Features, GrayImage, ImageError, Matcher, OrbConfig, Result, SiftConfig,
+};
 
 /// Matching runs timed per size for SIFT: at most this many, and no more once
 /// [`SIFT_MATCH_BUDGET_S`] seconds were spent (a CPU matcher takes seconds a run at
@@ -117,7 +115,7 @@ fn time_frames(
 fn first_frame(frames: &[GrayImage]) -> Result<&GrayImage> {
     frames
         .first()
-        .ok_or_else(|| Error::InvalidImage("no frame to time".into()))
+        .ok_or_else(|| Error::Image(ImageError::Invalid("no frame to time".into())))
 }
 
 /// Times `iterations` frames rotating over `frames` (all one size) after `warmup`

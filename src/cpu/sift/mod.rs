@@ -81,20 +81,26 @@ enum Pending {
     },
 }
 
+/// How an octave is cut into bands of rows.
+#[derive(Clone, Copy, Debug)]
+struct Banding {
+    /// Pixels of a band's own rows.
+    pixels: usize,
+    /// Rows held beyond them on each side (at least 1, the extrema test's reach); `None`:
+    /// [`SiftExtractor::margin_rows`], which few candidates leave.
+    margin: Option<usize>,
+}
+
 /// SIFT detection and description on the CPU, an octave and a band of rows at a time
 /// (rayon over rows and candidates).
 pub struct SiftExtractor {
     config: SiftConfig,
-    band_pixels: usize,
 }
 
 impl SiftExtractor {
     pub fn new(config: SiftConfig) -> Result<Self> {
         config.validate()?;
-        Ok(Self {
-            config,
-            band_pixels: BAND_PIXELS,
-        })
+        Ok(Self { config })
     }
 
     fn upscale(&self) -> Upscale {
@@ -220,6 +226,7 @@ impl SiftExtractor {
     /// of the next octave, on the way.
     fn octave_keypoints(
         &self,
+        banding: Banding,
         octave: &Octave,
         index: usize,
         mut next_base: Option<&mut pyramid::Plane>,
@@ -227,8 +234,8 @@ impl SiftExtractor {
     ) {
         let n_layers = self.n_layers();
         let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
-        let margin = self.margin_rows(octave);
-        let band_rows = (self.band_pixels / octave.width.max(1)).max(1);
+        let margin = banding.margin.unwrap_or_else(|| self.margin_rows(octave));
+        let band_rows = (banding.pixels / octave.width.max(1)).max(1);
         let mut left = Vec::new();
         for start in (0..octave.height).step_by(band_rows) {
             let core = start..(start + band_rows).min(octave.height);
@@ -268,6 +275,14 @@ impl SiftExtractor {
 
     /// Keypoints and descriptors of `image`.
     pub fn detect_and_describe(&self, image: &GrayImage) -> Features {
+        let banding = Banding {
+            pixels: BAND_PIXELS,
+            margin: None,
+        };
+        self.detect_and_describe_in(banding, image)
+    }
+
+    fn detect_and_describe_in(&self, banding: Banding, image: &GrayImage) -> Features {
         let upscale = self.upscale();
         let first_octave = if upscale.is_on() { -1 } else { 0 };
         let n_octaves = octave_count(image.width(), image.height(), upscale.is_on());
@@ -277,7 +292,7 @@ impl SiftExtractor {
             // OpenCV stops early when an octave is too small to halve.
             let last = index + 1 == n_octaves || octave.width < 2 || octave.height < 2;
             let mut next_base = (!last).then(|| octave.next_base());
-            self.octave_keypoints(&octave, index, next_base.as_mut(), &mut found);
+            self.octave_keypoints(banding, &octave, index, next_base.as_mut(), &mut found);
             match next_base {
                 Some(base) => octave = octave.next(base),
                 None => break,
@@ -500,6 +515,37 @@ mod tests {
                 .unwrap()
                 .detect_and_describe(&image);
             assert!(f.is_empty());
+        }
+    }
+
+    #[test]
+    fn thin_bands_and_candidates_finished_outside_their_band_change_nothing() {
+        let image = box_image();
+        for upscale in [false, true] {
+            let sift = SiftExtractor::new(SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            })
+            .unwrap();
+            let whole = sift.detect_and_describe_in(
+                Banding {
+                    pixels: usize::MAX,
+                    margin: None,
+                },
+                &image,
+            );
+            // Bands of 7 rows holding one more row each side: nearly every keypoint is
+            // described in a band of its own, some refinements resume in one.
+            let thin = sift.detect_and_describe_in(
+                Banding {
+                    pixels: 7 * image.width(),
+                    margin: Some(1),
+                },
+                &image,
+            );
+            assert!(whole.len() > 150, "{}", whole.len());
+            assert_eq!(thin.keypoints, whole.keypoints, "upscale {upscale}");
+            assert_eq!(thin.descriptors, whole.descriptors, "upscale {upscale}");
         }
     }
 }

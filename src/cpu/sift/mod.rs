@@ -18,6 +18,7 @@
 pub mod descriptor;
 pub mod extrema;
 pub mod fastmath;
+mod footprint;
 pub mod orientation;
 pub mod pyramid;
 pub mod refine;
@@ -120,12 +121,13 @@ impl SiftExtractor {
         }
     }
 
-    /// Rows a band holds beyond its own on each side: what a candidate on its edge reads
-    /// to be refined (drifting a few rows), oriented and described at the largest scale.
-    fn margin_rows(&self, octave: &Octave) -> usize {
+    /// Rows a band of a `width` x `height` octave holds beyond its own on each side: what
+    /// a candidate on its edge reads to be refined (drifting a few rows), oriented and
+    /// described at the largest scale.
+    fn margin_rows(&self, width: usize, height: usize) -> usize {
         let n = self.n_layers() as f32;
         let largest_scale = self.config.sigma as f32 * 2f32.powf((n + 0.5) / n);
-        let window = descriptor::rows_read(0.0, largest_scale, octave.width, octave.height).end;
+        let window = descriptor::rows_read(0.0, largest_scale, width, height).end;
         window + REFINE_DRIFT_ROWS
     }
 
@@ -234,7 +236,9 @@ impl SiftExtractor {
     ) {
         let n_layers = self.n_layers();
         let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
-        let margin = banding.margin.unwrap_or_else(|| self.margin_rows(octave));
+        let margin = banding
+            .margin
+            .unwrap_or_else(|| self.margin_rows(octave.width, octave.height));
         let band_rows = (banding.pixels / octave.width.max(1)).max(1);
         let mut left = Vec::new();
         for start in (0..octave.height).step_by(band_rows) {

@@ -46,6 +46,10 @@ fn upscaled_photo(dir: &Path, width: usize, height: usize) -> PathBuf {
 
 /// Peak resident bytes of `orbsift extract --algo sift --backend cpu` on `image`, and
 /// the number of keypoints it wrote.
+#[expect(
+    clippy::zombie_processes,
+    reason = "wait4 reaps the child: Child::wait would not give its resource usage"
+)]
 fn extract_peak(image: &Path, upscale: bool) -> (usize, usize) {
     let out = image.with_extension(format!("upscale_{upscale}.json"));
     let child = Command::new(env!("CARGO_BIN_EXE_orbsift"))

@@ -1,7 +1,9 @@
 //! Lowe's SIFT on the CPU with OpenCV's semantics (`cv::SIFT`, OpenCV 4.x), one stage
 //! per file: [`pyramid`] (Gaussian + DoG scale space), [`extrema`] (26-neighbour test),
 //! [`refine`] (quadratic fit, contrast and edge tests), [`orientation`] (36-bin
-//! histogram), [`descriptor`] (4x4x8 histogram, u8).
+//! histogram), [`descriptor`] (4x4x8 histogram, u8). The scale space is made and searched
+//! an octave and a band of rows at a time ([`pyramid::Octave::band`]), so that memory is
+//! bounded by the frame's width rather than its area; results do not depend on the bands.
 //!
 //! Output conventions (OpenCV's): positions in input pixels with pixel centres at
 //! integers; `size` = 2 x blur sigma in input pixels; `angle` in degrees `[0, 360)`,
@@ -37,9 +39,10 @@ use extrema::Candidate;
 use pyramid::{octave_count, Band, Octave, ScaleSpace, Upscale};
 use refine::{Extremum, RefineParams, Refinement};
 
-/// Pixels of an octave processed at once (rows of the octave's width, plus margins):
-/// bounds the scale space held in memory to a few hundred MB whatever the frame, while a
-/// 4K frame's upscaled octave still fits in one band. docs/memory.md gives the formula.
+/// Pixels of an octave processed at once (rows of the octave's width, plus margins): the
+/// scale space held in memory grows with the frame's width, not its area (about 1.1 GB at
+/// 8192 x 8192 upscaled, docs/memory.md), while a 4K frame's upscaled octave still fits
+/// in one band.
 pub const BAND_PIXELS: usize = 1 << 24;
 
 /// Rows a refinement may wander from its band before it is finished in a band of its own.

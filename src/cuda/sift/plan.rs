@@ -363,12 +363,12 @@ pub struct PlanBytes {
 impl PlanBytes {
     pub fn new(
         config: &SiftConfig,
-        taps: &Taps,
         width: usize,
         height: usize,
         limits: DeviceLimits,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
+        let taps = &Taps::new(config)?;
         let (octaves, floats) = octave_table(width, height, config)?;
         let source = FrameSource {
             width,
@@ -865,8 +865,7 @@ mod tests {
                 max_features,
                 ..SiftConfig::default()
             };
-            let taps = Taps::new(&config).unwrap();
-            let bytes = PlanBytes::new(&config, &taps, width, height, limits).unwrap();
+            let bytes = PlanBytes::new(&config, width, height, limits).unwrap();
             let (scale_space, work, staged) = documented(width, height, &config);
             let case = format!("{width}x{height} upscale={upscale} max_features={max_features}");
             assert_eq!(bytes.scale_space, scale_space, "{case}");
@@ -875,9 +874,7 @@ mod tests {
             assert!(bytes.tables < 64 * 1024, "{case}: {bytes:?}");
         }
         // 1080p upscaled, worked out in docs/memory.md.
-        let config = SiftConfig::default();
-        let taps = Taps::new(&config).unwrap();
-        let bytes = PlanBytes::new(&config, &taps, 1920, 1080, limits).unwrap();
+        let bytes = PlanBytes::new(&SiftConfig::default(), 1920, 1080, limits).unwrap();
         assert_eq!(
             (bytes.scale_space, bytes.work, bytes.staged),
             (486_598_112, 29_548_824, 11_923_220)

@@ -21,7 +21,7 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo build --no-default-features --bin orbsift
 cargo test --all-targets
-# CPU SIFT's peak memory at the largest frame max_image_pixels allows (about 3 minutes).
+# CPU SIFT's peak memory at the largest frame max_image_pixels allows (about 2 minutes).
 cargo test --test sift_memory -- --ignored
 cargo test --doc
 # The README's library example runs and finds matches on the graffiti pair.

@@ -24,6 +24,7 @@ pub mod image;
 pub mod msgs;
 pub mod node;
 pub mod report;
+pub mod spec;
 pub mod transport;
 pub mod types;
 

@@ -155,7 +155,8 @@ fn fast_score_and_small_grids_match_too() {
 /// Level 0's candidates scoring exactly the FAST pre-filter's cut score s*
 /// (docs/orb-reference.md §5, grid step 1), from the CPU reference's score map.
 fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize {
-    use orbsift::cpu::candidates::{apply_cell_thresholds, local_maxima, DetectionArea, Grid};
+    use orbsift::cpu::candidates::{apply_cell_thresholds, local_maxima};
+    use orbsift::spec::grid::{DetectionArea, Grid};
     let level = reference.level(0).expect("level 0");
     let (width, height) = (level.geometry.width, level.geometry.height);
     let area = DetectionArea::new(width, height, config.edge_threshold as usize).expect("area");
@@ -168,7 +169,7 @@ fn level0_ties_at_the_cut(reference: &OrbExtractor, config: &OrbConfig) -> usize
         config.fast_threshold as u8,
         &mut Vec::new(),
     );
-    let wanted = 2 * orbsift::cpu::select::level_quotas(
+    let wanted = 2 * orbsift::spec::quotas::level_quotas(
         config.n_features,
         config.n_levels,
         config.scale_factor,
@@ -290,7 +291,7 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
             .take(5)
         {
             let (x, y) = (i % width, i / width);
-            let ring: Vec<u8> = orbsift::cpu::fast::RING
+            let ring: Vec<u8> = orbsift::spec::fast_arc::RING
                 .iter()
                 .map(|&(dx, dy)| {
                     cpu_pixels[(y as isize + dy) as usize * width + (x as isize + dx) as usize]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use orbsift::config::{Distribution, OrbScore};
 use orbsift::cpu::orb::OrbExtractor;
-use orbsift::cpu::pyramid::level_geometry;
+use orbsift::spec::pyramid::level_geometry;
 use orbsift::{Extractor, Features, GrayImage, Keypoints, OrbConfig};
 
 fn load(name: &str) -> GrayImage {
@@ -290,8 +290,9 @@ fn describe_at_rejects_keypoints_it_cannot_describe() {
 fn top_response_candidates_do_not_depend_on_the_score_map_threshold() {
     // The map at min_fast_threshold, cut at fast_threshold, gives the same NMS
     // survivors as the map built at fast_threshold (docs/orb-reference.md §2-3).
-    use orbsift::cpu::candidates::{apply_threshold, local_maxima, DetectionArea};
+    use orbsift::cpu::candidates::{apply_threshold, local_maxima};
     use orbsift::cpu::fast::score_map;
+    use orbsift::spec::grid::DetectionArea;
     let image = load("graf1.png");
     let (w, h) = (image.width(), image.height());
     let area = DetectionArea::new(w, h, 31).expect("area");
@@ -313,7 +314,8 @@ fn stage_views_hold_what_the_stage_functions_compute() {
     use orbsift::cpu::blur::gaussian_blur;
     use orbsift::cpu::fast::score_map;
     use orbsift::cpu::orb::score_map_threshold;
-    use orbsift::cpu::pyramid::{resize, resize_taps, RowCache};
+    use orbsift::cpu::pyramid::{resize, RowCache};
+    use orbsift::spec::pyramid::resize_taps;
     let image = load("graf3.png");
     let config = OrbConfig::default();
     let mut extractor = OrbExtractor::new(config.clone()).expect("config");
@@ -346,7 +348,7 @@ fn stage_views_hold_what_the_stage_functions_compute() {
         .filter(|&i| level1.smoothed_tiles.covers(i % w, i / w))
         .collect();
     assert!(covered.iter().all(|&i| tiled[i] == smoothed[i]));
-    let reach = orbsift::cpu::brief::PATTERN_REACH;
+    let reach = orbsift::spec::brief_pattern::PATTERN_REACH;
     for k in level1.keypoints {
         let (x, y) = (k.x as usize, k.y as usize);
         for (dx, dy) in [(0, 0), (reach, reach), (0, 2 * reach), (2 * reach, 0)] {

@@ -1,21 +1,12 @@
-//! The 7x7 Gaussian (σ = 2) that smooths a level before rBRIEF sampling, in fixed
-//! point with taps summing to 256, border `REFLECT_101` (docs/orb-reference.md §7).
+//! The 7x7 Gaussian (σ = 2) of [`crate::spec::smoothing`] that smooths a level before
+//! rBRIEF sampling, border `REFLECT_101` (docs/orb-reference.md §7).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::blocks::{block, block_starts, widest_vectors};
-
-/// Half the kernel side.
-pub const BLUR_RADIUS: usize = 3;
-
-const SIDE: usize = 2 * BLUR_RADIUS + 1;
-
-/// The 7 taps: `g_i = exp(-(i-3)²/8)` normalised to sum 1, `round(256 g_i)`, and the
-/// centre fixed up so they sum to 256 (a test derives them from that formula).
-/// Constants, so the multiplies by them become cheap vector code.
-pub const GAUSSIAN_TAPS: [u16; SIDE] = [18, 34, 49, 54, 49, 34, 18];
+use crate::spec::smoothing::{BLUR_RADIUS, GAUSSIAN_TAPS, SIDE};
 
 /// `REFLECT_101`: `-1 -> 1`, `n -> n - 2`, repeated for tiny sides (`n = 1 -> 0`).
 pub fn reflect_101(i: isize, n: usize) -> usize {

@@ -7,11 +7,6 @@ pub const HARRIS_RADIUS: usize = 3;
 /// Pixels the key reads around the candidate: the window plus the Sobel taps.
 pub const HARRIS_REACH: usize = HARRIS_RADIUS + 1;
 
-/// Converts the integer key into OpenCV's response: `1 / (25 (4 * 7 * 255)^4)`,
-/// where 25 undoes the factor that keeps `k = 0.04` integral and `4 * 7 * 255` is
-/// OpenCV's gradient scale for a 7x7 block.
-pub const HARRIS_KEY_TO_RESPONSE: f64 = 1.0 / (25.0 * 7140.0 * 7140.0 * 7140.0 * 7140.0);
-
 /// `R = 25 (a b - c^2) - (a + b)^2` with `a = Σ Ix²`, `b = Σ Iy²`, `c = Σ Ix Iy`
 /// over the 7x7 window around `(x, y)`; the caller keeps the window and its Sobel
 /// taps inside the image (`HARRIS_REACH` pixels on every side).
@@ -46,14 +41,10 @@ pub fn harris_key(image: &[u8], width: usize, x: usize, y: usize) -> i64 {
     25 * (a * b - c * c) - (a + b) * (a + b)
 }
 
-/// The reported response of a key: one f64 multiply, then f32.
-pub fn harris_response(key: i64) -> f32 {
-    (key as f64 * HARRIS_KEY_TO_RESPONSE) as f32
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::harris::harris_response;
     use proptest::prelude::*;
 
     /// OpenCV's `HarrisResponses` written out in f64: Sobel gradients scaled by

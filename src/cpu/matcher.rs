@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use crate::config::MatchConfig;
 use crate::error::{Error, FeaturesError, Result};
 use crate::extractor::Matcher;
+use crate::spec::matching::{accept_match, l2_distance};
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
 /// Matches every query descriptor against all train descriptors, in parallel over queries.
@@ -124,12 +125,6 @@ impl Metric for L2 {
     }
 }
 
-/// The Euclidean distance reported for a squared L2 distance `squared`; every
-/// backend's SIFT matcher reports (and ratio-tests) with this.
-pub fn l2_distance(squared: u32) -> f32 {
-    (squared as f64).sqrt() as f32
-}
-
 /// The nearest and second-nearest candidates of one descriptor.
 struct Nearest {
     index: u32,
@@ -216,29 +211,6 @@ impl BruteForceMatcher {
             near.second.map(|second| metric.report(second)),
         )
     }
-}
-
-/// Query `query`'s match to `train` at distance `best` if it passes the ratio test
-/// against `second` (`None`: a single train descriptor) and `max_distance`. Every
-/// backend's matcher decides with this.
-pub fn accept_match(
-    config: &MatchConfig,
-    query: u32,
-    train: u32,
-    best: f32,
-    second: Option<f32>,
-) -> Option<Match> {
-    // A ratio of 1 or more disables the test (config.rs documents 1 as "off").
-    let ratio = config.ratio;
-    let passes_ratio =
-        ratio >= 1.0 || second.is_none_or(|second| (best as f64) < ratio * second as f64);
-    let max_distance = config.max_distance;
-    let close = max_distance <= 0.0 || best as f64 <= max_distance;
-    (passes_ratio && close).then_some(Match {
-        query,
-        train,
-        distance: best,
-    })
 }
 
 /// [`Metric::nearest`] for the metric `distance`. Inlined so that it compiles with the

@@ -13,15 +13,19 @@ use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
 use super::blocks::widest_vectors;
 use super::blur::{blur_tiles, BlurTiles};
-use super::brief::{describe, steering, DESCRIPTOR_BYTES, PATTERN_REACH};
-use super::candidates::{
-    apply_cell_thresholds, apply_threshold, local_maxima, Candidate, DetectionArea, Grid,
-};
+use super::brief::{describe, steering, DESCRIPTOR_BYTES};
+use super::candidates::{apply_cell_thresholds, apply_threshold, local_maxima, Candidate};
 use super::fast::score_map;
-use super::harris::{harris_key, harris_response};
-use super::orientation::{angle_degrees, intensity_centroid};
-use super::pyramid::{level_geometry, resize, resize_taps, LevelGeometry, ResizeTaps, RowCache};
-use super::select::{by_key, by_score, keep_best_fast_scores, keep_first, keep_grid, level_quotas};
+use super::harris::harris_key;
+use super::orientation::intensity_centroid;
+use super::pyramid::{resize, RowCache};
+use super::select::{by_key, by_score, keep_best_fast_scores, keep_first, keep_grid};
+use crate::spec::brief_pattern::PATTERN_REACH;
+use crate::spec::grid::{DetectionArea, Grid};
+use crate::spec::harris::harris_response;
+use crate::spec::orientation::angle_degrees;
+use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry, ResizeTaps};
+use crate::spec::quotas::level_quotas;
 
 /// A keypoint of one level, in level pixels, before scaling to the input.
 #[derive(Clone, Copy, Debug, PartialEq)]

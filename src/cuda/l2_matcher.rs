@@ -7,12 +7,12 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
 
-use crate::cpu::matcher::l2_distance;
 use crate::cuda::gpu::{Gpu, GpuDevice};
 use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::cuda::orb::Knn2;
 use crate::error::Result;
+use crate::spec::matching::l2_distance;
 use crate::types::{DescriptorKind, Descriptors};
 
 /// Queries per block and train descriptors per shared-memory tile (`TILE` in l2.cu).

@@ -8,12 +8,12 @@ use std::mem::size_of;
 use cudarc::driver::{result, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::MatchConfig;
-use crate::cpu::matcher::accept_match;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::cuda::orb::Knn2;
 use crate::error::{ConfigError, Error, FeaturesError, Result};
 use crate::extractor::Matcher;
+use crate::spec::matching::accept_match;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
 const BLOCK: u32 = 128;

@@ -5,8 +5,8 @@
 //! converted to grey into pyramid level 0, pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
 //! rBRIEF, optionally fused matching), the
 //! downloads, and one stream synchronisation. The host-side tables (resize taps,
-//! arc table, Gaussian taps, umax, pattern, quotas) come from the CPU reference's
-//! builders, uploaded as they are.
+//! arc table, Gaussian taps, umax, pattern, quotas) come from [`crate::spec`], the
+//! builders the CPU reference uses too, uploaded as they are.
 
 use std::mem::{size_of, size_of_val};
 
@@ -14,14 +14,6 @@ use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig, OrbScore};
-use crate::cpu::blur::GAUSSIAN_TAPS;
-use crate::cpu::brief::{PATTERN, PATTERN_REACH};
-use crate::cpu::candidates::{DetectionArea, Grid};
-use crate::cpu::fast::arc_table;
-use crate::cpu::harris::harris_response;
-use crate::cpu::orientation::{angle_degrees, umax};
-use crate::cpu::pyramid::{level_geometry, resize_taps, LevelGeometry};
-use crate::cpu::select::level_quotas;
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::{FrameLayout, GrayKernel};
@@ -30,6 +22,14 @@ use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, CudaError, Error, FeaturesError, ImageError, Result};
 use crate::extractor::Extractor;
 use crate::image::{GrayImage, RawFrame};
+use crate::spec::brief_pattern::{PATTERN, PATTERN_REACH};
+use crate::spec::fast_arc::arc_table;
+use crate::spec::grid::{DetectionArea, Grid};
+use crate::spec::harris::harris_response;
+use crate::spec::orientation::{angle_degrees, umax};
+use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
+use crate::spec::quotas::level_quotas;
+use crate::spec::smoothing::GAUSSIAN_TAPS;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
 
 mod pipeline;

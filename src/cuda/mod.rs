@@ -12,6 +12,7 @@ mod availability;
 mod branch;
 mod compiler;
 mod gpu;
+mod graph;
 mod gray;
 mod green;
 mod l2_matcher;

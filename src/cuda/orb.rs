@@ -11,11 +11,12 @@
 use std::mem::{size_of, size_of_val};
 
 use cudarc::driver::sys::{self, CUdeviceptr};
-use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig, OrbScore};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
+use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::{FrameLayout, GrayKernel};
 use crate::cuda::matcher::accept_all;
 use crate::cuda::memory::{DeviceBuffer, Staged};
@@ -388,14 +389,6 @@ fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
     let bytes = input.layout.upload_bytes();
     input.frame.host.as_mut_slice()[..bytes].copy_from_slice(&frame.data[..bytes]);
 }
-
-/// The captured per-frame kernels.
-struct FrameGraph(CudaGraph);
-
-// SAFETY: the graph is launched only through the extractor that owns it (`&mut self`),
-// after binding its context to the calling thread; CUDA graph execs are not tied to
-// the thread that instantiated them.
-unsafe impl Send for FrameGraph {}
 
 /// Kernels of the pipeline, looked up once.
 struct Kernels {
@@ -1060,24 +1053,10 @@ impl CudaOrbExtractor {
             })
         })?;
         if self.use_graph && input.graph.is_none() {
-            let stream = &self.gpu.stream;
-            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-            let queued = self.enqueue(plan, input);
-            let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-            match (queued, captured) {
-                (Ok(()), Ok(Some(graph))) => {
-                    if let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)) {
-                        input.graph = Some(FrameGraph(graph));
-                    }
-                }
-                (queued, captured) => {
-                    log::info!(
-                        "CUDA graph capture unavailable ({:?} / {:?}): launching kernels one by one",
-                        queued.err(),
-                        captured.err()
-                    );
-                    self.use_graph = false;
-                }
+            let captured = FrameGraph::capture(&self.gpu.stream, || self.enqueue(plan, input))?;
+            self.use_graph = captured.is_some();
+            if let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)) {
+                input.graph = captured;
             }
         }
         let Some(plan) = self.plan.as_ref() else {
@@ -1086,7 +1065,7 @@ impl CudaOrbExtractor {
         match plan.inputs.get(slot) {
             Some(FrameInput {
                 graph: Some(graph), ..
-            }) => Ok(graph.0.launch()?),
+            }) => graph.launch(),
             Some(input) => self.enqueue(plan, input),
             None => Ok(()),
         }

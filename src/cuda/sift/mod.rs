@@ -14,12 +14,12 @@ mod shapes;
 
 pub use plan::{DeviceLimits, PlanBytes};
 
-use cudarc::driver::sys;
-use cudarc::driver::{CudaEvent, CudaGraph};
+use cudarc::driver::CudaEvent;
 
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
+use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::check_gpu_size;
 use crate::cuda::orb::FrameTiming;
 use crate::error::{CudaError, Error, Result};
@@ -31,14 +31,6 @@ use consecutive::Consecutive;
 
 use plan::{Plan, Taps, DESCRIPTOR_BYTES, SUMMARY_WORDS};
 use shapes::Kernels;
-
-/// The captured per-frame kernels of one plan.
-struct FrameGraph(CudaGraph);
-
-// SAFETY: the graph is launched only through the extractor that owns it (`&mut self`),
-// after binding its context to the calling thread; CUDA graph execs are not tied to
-// the thread that instantiated them.
-unsafe impl Send for FrameGraph {}
 
 /// SIFT on one GPU (docs/sift-reference.md; parity with the CPU reference within
 /// the tolerances of tests/cuda_sift.rs).
@@ -151,24 +143,11 @@ impl CudaSiftExtractor {
             return Ok(());
         };
         if self.use_graph && self.graph.is_none() {
-            let stream = &self.gpu.stream;
-            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-            let queued = self.enqueue(plan);
-            let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-            match (queued, captured) {
-                (Ok(()), Ok(Some(graph))) => self.graph = Some(FrameGraph(graph)),
-                (queued, captured) => {
-                    log::info!(
-                        "CUDA graph capture unavailable ({:?} / {:?}): launching kernels one by one",
-                        queued.err(),
-                        captured.err()
-                    );
-                    self.use_graph = false;
-                }
-            }
+            self.graph = FrameGraph::capture(&self.gpu.stream, || self.enqueue(plan))?;
+            self.use_graph = self.graph.is_some();
         }
         match (&self.graph, self.plan.as_ref()) {
-            (Some(graph), _) => Ok(graph.0.launch()?),
+            (Some(graph), _) => graph.launch(),
             (None, Some(plan)) => self.enqueue(plan),
             (None, None) => Ok(()),
         }

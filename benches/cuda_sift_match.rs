@@ -80,7 +80,7 @@ fn bench(c: &mut Criterion) {
     let (query, train) = (features(&QUERY), features(&TRAIN));
     let (n_query, n_train) = (query.len(), train.len());
     let config = MatchConfig::default();
-    let mut matcher = CudaMatcher::<CudaL2Matcher>::new(config.clone()).expect("a CUDA GPU");
+    let mut matcher = CudaMatcher::<CudaL2Matcher>::new(config.clone(), None).expect("a CUDA GPU");
     let search = matcher.search();
     let device = search.device_name().to_owned();
     let resident_query = search.upload(&query.descriptors, "query").unwrap();

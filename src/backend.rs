@@ -32,12 +32,12 @@ fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
         Algorithm::Orb => Ok(Box::new(crate::cuda::CudaOrbExtractor::new(
             config.orb.clone(),
             config.memory,
-            None,
+            config.sm_limit(),
         )?)),
         Algorithm::Sift => Ok(Box::new(crate::cuda::CudaSiftExtractor::new(
             config.sift.clone(),
             config.memory,
-            None,
+            config.sm_limit(),
         )?)),
     }
 }
@@ -82,9 +82,11 @@ fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
     match config.algorithm {
         Algorithm::Orb => Ok(Box::new(CudaMatcher::<CudaHammingMatcher>::new(
             config.matching.clone(),
+            config.sm_limit(),
         )?)),
         Algorithm::Sift => Ok(Box::new(CudaMatcher::<CudaL2Matcher>::new(
             config.matching.clone(),
+            config.sm_limit(),
         )?)),
     }
 }

@@ -1,8 +1,10 @@
 //! Grey images and the one place where camera encodings become 8-bit grey.
 //!
-//! Colour is weighted as OpenCV's `cvtColor(..., COLOR_RGB2GRAY)` does for 8-bit
-//! data: `Y = (4899 R + 9617 G + 1868 B + 8192) >> 14` (BT.601 in 14-bit fixed
-//! point), so grey images match what OpenCV users get. mono16 keeps the high byte.
+//! Colour is weighted as OpenCV 4's `cvtColor(..., COLOR_RGB2GRAY)` does for 8-bit
+//! data (the OpenCV of ROS 2 Jazzy's cv_bridge): BT.601 in 14-bit fixed point,
+//! `Y = (4899 R + 9617 G + 1868 B + 8192) >> 14`. OpenCV 5 rounds with 15-bit weights,
+//! one grey level apart in about 0.05 % of pixels (tests/gray_vs_opencv.rs). mono16
+//! keeps the high byte.
 //! The YUV encodings already carry luma: their grey is the Y byte of each pixel, as
 //! OpenCV's `COLOR_YUV2GRAY_*` takes it. [`Encoding::layout`] is that rule as data; the
 //! GPU's conversion kernel (kernels/image/gray.cu) applies the same table.

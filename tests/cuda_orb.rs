@@ -335,7 +335,7 @@ fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
     let config = OrbConfig::default();
     let query = cpu(&config, &load("graf1.png")).descriptors;
     let train = cpu(&config, &load("graf3.png")).descriptors;
-    let mut matcher = orbsift::cuda::CudaHammingMatcher::new().unwrap();
+    let mut matcher = orbsift::cuda::CudaHammingMatcher::new(None).unwrap();
     let forward = matcher.knn2(&query, &train, false).unwrap();
     let mutual = matcher.knn2(&query, &train, true).unwrap();
     let nearest = |q: &[u8], set: &orbsift::Descriptors| {

@@ -67,7 +67,7 @@ fn config(ratio: f64, cross_check: bool, max_distance: f64) -> MatchConfig {
 }
 
 fn gpu_matcher(config: &MatchConfig) -> CudaMatcher<CudaL2Matcher> {
-    CudaMatcher::new(config.clone()).expect("CUDA L2 matcher")
+    CudaMatcher::new(config.clone(), None).expect("CUDA L2 matcher")
 }
 
 fn cpu_matches(config: &MatchConfig, query: &Features, train: &Features) -> Vec<Match> {

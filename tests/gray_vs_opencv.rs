@@ -1,5 +1,9 @@
-//! Every camera encoding orbsift reads, converted to grey exactly as OpenCV's
-//! `cvtColor` converts it (tests/peer/gray_frames.py makes the frames from real photos).
+//! Every camera encoding orbsift reads, converted to grey as OpenCV's `cvtColor`
+//! converts it (tests/peer/gray_frames.py makes the frames from real photos).
+//!
+//! YUV and mono frames: bit for bit. Colour frames: orbsift weighs R, G and B with
+//! OpenCV 4's 14-bit coefficients (the OpenCV of ROS 2 Jazzy's cv_bridge); the peer is
+//! OpenCV 5, which rounds with 15-bit ones, so a few pixels differ by one grey level.
 
 mod common;
 
@@ -7,8 +11,12 @@ use common::encoded::opencv_frames;
 use orbsift::image::Encoding;
 use orbsift::GrayImage;
 
+/// OpenCV 5's 15-bit colour weights against the 14-bit ones: at most this share of
+/// pixels one level apart (283 of graf1's 512,000 pixels, 0.055 %, on 2026-11-27).
+const COLOUR_ROUNDING_SHARE: f64 = 0.001;
+
 #[test]
-fn every_encoding_gives_opencvs_grey_bit_for_bit() {
+fn every_encoding_gives_opencvs_grey() {
     let dir = tempfile::tempdir().expect("temp dir");
     for photo in ["graf1.png", "rubberwhale1.png"] {
         let frames = opencv_frames(photo, dir.path());
@@ -20,18 +28,46 @@ fn every_encoding_gives_opencvs_grey_bit_for_bit() {
         for frame in &frames {
             let gray = GrayImage::from_raw(&frame.raw())
                 .unwrap_or_else(|e| panic!("{photo} {}: {e}", frame.name));
-            let differing = gray
-                .data()
-                .iter()
-                .zip(frame.expected_gray.data())
-                .filter(|(a, b)| a != b)
-                .count();
+            let expected = &frame.expected_gray;
             assert_eq!(
-                (gray.width(), gray.height(), differing),
-                (frame.expected_gray.width(), frame.expected_gray.height(), 0),
-                "{photo} {}: size and pixels differing from OpenCV",
+                (gray.width(), gray.height()),
+                (expected.width(), expected.height()),
+                "{photo} {}",
                 frame.name
             );
+            let differences: Vec<u8> = gray
+                .data()
+                .iter()
+                .zip(expected.data())
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| a.abs_diff(*b))
+                .collect();
+            let colour = matches!(
+                frame.encoding,
+                Encoding::Rgb8 | Encoding::Bgr8 | Encoding::Rgba8 | Encoding::Bgra8
+            );
+            println!(
+                "{photo} {}: {} pixels differ from OpenCV",
+                frame.name,
+                differences.len()
+            );
+            if colour {
+                let allowed = (COLOUR_ROUNDING_SHARE * gray.data().len() as f64) as usize;
+                assert!(
+                    differences.iter().all(|&d| d == 1) && differences.len() <= allowed,
+                    "{photo} {}: {} pixels differ (at most {allowed} by one level allowed), by up to {}",
+                    frame.name,
+                    differences.len(),
+                    differences.iter().max().unwrap_or(&0)
+                );
+            } else {
+                assert!(
+                    differences.is_empty(),
+                    "{photo} {}: {} pixels differ from OpenCV",
+                    frame.name,
+                    differences.len()
+                );
+            }
         }
     }
 }

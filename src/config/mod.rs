@@ -180,6 +180,8 @@ pub struct Config {
     pub algorithm: Algorithm,
     pub backend: Backend,
     pub memory: MemoryMode,
+    /// CUDA: the SMs the pipelines run on (a green context where the driver has them); 0: all.
+    pub sm_limit: u32,
     /// Frames with more pixels than this are rejected before any allocation.
     pub max_image_pixels: u64,
     pub orb: OrbConfig,
@@ -193,6 +195,7 @@ impl Default for Config {
             algorithm: Algorithm::Orb,
             backend: Backend::Auto,
             memory: MemoryMode::Auto,
+            sm_limit: 0,
             max_image_pixels: crate::image::DEFAULT_MAX_PIXELS,
             orb: OrbConfig::default(),
             sift: SiftConfig::default(),
@@ -247,7 +250,13 @@ impl MatchConfig {
 }
 
 impl Config {
+    /// `sm_limit` as the CUDA backend takes it: `None` for all SMs.
+    pub fn sm_limit(&self) -> Option<u32> {
+        (self.sm_limit > 0).then_some(self.sm_limit)
+    }
+
     pub fn validate(&self) -> Result<()> {
+        parameters::check("sm_limit", &Value::Integer(i64::from(self.sm_limit)))?;
         parameters::check(
             "max_image_pixels",
             &Value::Integer(i64::try_from(self.max_image_pixels).unwrap_or(i64::MAX)),

@@ -102,6 +102,12 @@ pub const SPECS: &[Spec] = &[
         "auto, unified (Jetson) or device (discrete GPUs)",
     ),
     spec(
+        "sm_limit",
+        Restart,
+        int(0, 1024),
+        "CUDA: SMs the pipelines run on (a green context where the driver has them); 0: all",
+    ),
+    spec(
         "max_image_pixels",
         Live,
         int(1, 1 << 32),

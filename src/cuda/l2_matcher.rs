@@ -94,8 +94,8 @@ pub struct CudaL2Matcher {
 }
 
 impl CudaL2Matcher {
-    pub fn new() -> Result<Self> {
-        Self::on(GpuDevice::shared(0, None)?)
+    pub fn new(sm_limit: Option<u32>) -> Result<Self> {
+        Self::on(GpuDevice::shared(0, sm_limit)?)
     }
 
     /// The search on `device`, with a stream of its own.
@@ -300,8 +300,8 @@ impl Scratch {
 impl NearestTwo for CudaL2Matcher {
     const KIND: DescriptorKind = DescriptorKind::Sift128U8;
 
-    fn open() -> Result<Self> {
-        Self::new()
+    fn open(sm_limit: Option<u32>) -> Result<Self> {
+        Self::new(sm_limit)
     }
 
     fn knn2(

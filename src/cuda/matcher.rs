@@ -35,8 +35,8 @@ pub trait NearestTwo: Sized + Send {
     /// The descriptors it searches.
     const KIND: DescriptorKind;
 
-    /// Opens the GPU and loads the search's kernels.
-    fn open() -> Result<Self>;
+    /// Opens the GPU (on `sm_limit` SMs, see `--sm-limit`) and loads the search's kernels.
+    fn open(sm_limit: Option<u32>) -> Result<Self>;
 
     /// For each query, its best and second-best train descriptor (ties: lower train
     /// index). With `mutual`, a best match whose train descriptor's own best is another
@@ -94,8 +94,8 @@ fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
 }
 
 impl CudaHammingMatcher {
-    pub fn new() -> Result<Self> {
-        let gpu = Gpu::open(0, None)?;
+    pub fn new(sm_limit: Option<u32>) -> Result<Self> {
+        let gpu = Gpu::open(0, sm_limit)?;
         Ok(Self {
             knn2: gpu.function("match_hamming", "match_hamming_knn2")?,
             cross_check: gpu.function("match_hamming", "match_cross_check")?,
@@ -190,8 +190,8 @@ impl CudaHammingMatcher {
 impl NearestTwo for CudaHammingMatcher {
     const KIND: DescriptorKind = DescriptorKind::Orb256;
 
-    fn open() -> Result<Self> {
-        Self::new()
+    fn open(sm_limit: Option<u32>) -> Result<Self> {
+        Self::new(sm_limit)
     }
 
     fn knn2(
@@ -217,9 +217,9 @@ pub struct CudaMatcher<S> {
 }
 
 impl<S: NearestTwo> CudaMatcher<S> {
-    pub fn new(config: MatchConfig) -> Result<Self> {
+    pub fn new(config: MatchConfig, sm_limit: Option<u32>) -> Result<Self> {
         Ok(Self {
-            search: S::open()?,
+            search: S::open(sm_limit)?,
             config,
         })
     }

@@ -1,7 +1,9 @@
-//! Node latency: an image message received → its Features message published, as
-//! `orbsift_node` does it (conversion to grey, extraction, message, CDR encoding),
-//! without the DDS transfer itself: CPU backend at 640x480, and CUDA at 1920x1080
-//! where a GPU is usable (scripts/gpu-check.sh runs it there).
+//! Node latency: an image message received → its Features and Matches messages
+//! handed to the transport, as `orbsift_node` does it (checks, conversion to grey,
+//! extraction, temporal matching, messages, CDR encoding), without the DDS transfer
+//! itself: the CPU backend at 640x480, and CUDA at 1920x1080 (mono8, bgr8 and uyvy
+//! frames, all SMs and 8, ORB and SIFT) where a GPU is usable (scripts/gpu-check.sh
+//! runs it there).
 //!
 //! `cargo bench --bench node_latency`; `ORBSIFT_DATA_DIR` points at tests/data when
 //! the bench binary runs away from its source tree.
@@ -11,9 +13,10 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use orbsift::config::{MatchMode, NodeConfig, NodeMatchConfig};
+use orbsift::image::Encoding;
 use orbsift::msgs::{self, DiagnosticArray, Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node, Outputs};
-use orbsift::{Backend, Config, GrayImage, Result};
+use orbsift::{Algorithm, Backend, Config, Extractor, Matcher, Result};
 
 /// Encodes every message to CDR, the work a transport does before sending.
 struct EncodingOutputs;
@@ -53,16 +56,68 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
 }
 
-/// A real frame of `width x height`: basketball1 is 640x480, other sizes are graf1 resized.
-fn image_message(width: u32, height: u32) -> Image {
-    let gray = if (width, height) == (640, 480) {
-        GrayImage::open(&data_dir().join("basketball1.png")).expect("basketball1.png")
-    } else {
-        let graf = image::open(data_dir().join("graf1.png")).expect("graf1.png");
-        let resized = graf
-            .resize_exact(width, height, image::imageops::FilterType::Triangle)
-            .into_luma8();
-        GrayImage::new(width as usize, height as usize, resized.into_raw()).expect("resized")
+/// One measured configuration of the node.
+struct Case {
+    backend: Backend,
+    algorithm: Algorithm,
+    size: (u32, u32),
+    encoding: Encoding,
+    matching: MatchMode,
+    /// `--sm-limit`: the CUDA backend confined to this many SMs.
+    sm_limit: Option<u32>,
+}
+
+impl Case {
+    fn name(&self, backend_name: &str) -> String {
+        let (width, height) = self.size;
+        let matching = match self.matching {
+            MatchMode::None => "Features",
+            _ => "Features + temporal Matches",
+        };
+        let sms = self
+            .sm_limit
+            .map_or(String::new(), |n| format!(", {n} SMs"));
+        format!(
+            "{} {width}x{height} received -> {matching} published ({backend_name} {}{sms})",
+            self.encoding.name(),
+            self.algorithm.name()
+        )
+    }
+
+    fn config(&self) -> NodeConfig {
+        let mut config = NodeConfig {
+            library: Config {
+                backend: self.backend,
+                algorithm: self.algorithm,
+                ..Config::default()
+            },
+            matching: NodeMatchConfig {
+                mode: self.matching,
+                ..NodeMatchConfig::default()
+            },
+            ..NodeConfig::default()
+        };
+        config.library.sift.upscale = false;
+        config
+    }
+}
+
+/// graf1 (a colour poster) resized to `width x height`, in `encoding`: the colour
+/// encodings carry its colours, uyvy its BT.601 luma with neutral chroma.
+fn image_message((width, height): (u32, u32), encoding: Encoding) -> Image {
+    let graf = image::open(data_dir().join("graf1.png")).expect("graf1.png");
+    let rgb = graf
+        .resize_exact(width, height, image::imageops::FilterType::Triangle)
+        .into_rgb8();
+    let luma = |p: &image::Rgb<u8>| {
+        let [r, g, b] = p.0.map(u32::from);
+        ((4899 * r + 9617 * g + 1868 * b + 8192) >> 14) as u8
+    };
+    let data: Vec<u8> = match encoding {
+        Encoding::Mono8 => rgb.pixels().map(luma).collect(),
+        Encoding::Bgr8 => rgb.pixels().flat_map(|p| [p[2], p[1], p[0]]).collect(),
+        Encoding::Uyvy => rgb.pixels().flat_map(|p| [128, luma(p)]).collect(),
+        other => panic!("no bench frames in {other:?}"),
     };
     Image {
         header: Header {
@@ -71,70 +126,91 @@ fn image_message(width: u32, height: u32) -> Image {
         },
         height,
         width,
-        encoding: "mono8".into(),
+        encoding: encoding.name().into(),
         is_bigendian: 0,
-        step: width,
-        data: gray.into_data(),
+        step: width * encoding.bytes_per_pixel() as u32,
+        data,
     }
 }
 
-fn node_config(backend: Backend) -> NodeConfig {
-    NodeConfig {
-        library: Config {
-            backend,
-            ..Config::default()
-        },
-        matching: NodeMatchConfig {
-            mode: MatchMode::None,
-            ..NodeMatchConfig::default()
-        },
-        ..NodeConfig::default()
-    }
+/// The node `case` runs: its config's backends, or the CUDA ones on `sm_limit` SMs.
+fn node_for(case: &Case) -> Result<Node> {
+    let config = case.config();
+    let Some(sm_limit) = case.sm_limit else {
+        return Node::new("bench", config);
+    };
+    let (extractor, matcher) = confined_backends(&config.library, sm_limit)?;
+    Ok(Node::with_backends("bench", config, extractor, matcher))
 }
 
-/// Times one backend at one size: the node's whole path, then extraction alone.
-fn latency_of(c: &mut Criterion, backend: Backend, (width, height): (u32, u32)) {
-    let config = node_config(backend);
-    let mut node = match Node::new("bench", config.clone()) {
+#[cfg(feature = "cuda")]
+fn confined_backends(
+    config: &Config,
+    sm_limit: u32,
+) -> Result<(Box<dyn Extractor>, Box<dyn Matcher>)> {
+    let extractor =
+        orbsift::cuda::CudaOrbExtractor::new(config.orb.clone(), config.memory, Some(sm_limit))?;
+    Ok((Box::new(extractor), orbsift::create_matcher(config)?))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn confined_backends(_: &Config, _: u32) -> Result<(Box<dyn Extractor>, Box<dyn Matcher>)> {
+    Err(orbsift::Error::Cuda(orbsift::CudaError::Unavailable(
+        "built without the `cuda` feature".into(),
+    )))
+}
+
+/// Times the node's whole path for `case`, from a fresh copy of the frame each time.
+fn latency_of(c: &mut Criterion, case: &Case) {
+    let mut node = match node_for(case) {
         Ok(node) => node,
         Err(error) => {
-            println!("node/{backend:?} {width}x{height}: not measured: {error}");
+            println!("{}: not measured: {error}", case.name("?"));
             return;
         }
     };
-    let image = image_message(width, height);
-    let backend_name = node_backend_name(&config.library);
+    let report = node.diagnostics(0, None);
+    let backend_name = report.value("backend").unwrap_or("?").to_string();
+    let image = image_message(case.size, case.encoding);
     let mut group = c.benchmark_group("node");
     group.sample_size(30);
-    group.bench_function(
-        format!("mono8 {width}x{height} received -> Features published ({backend_name} orb)"),
-        |b| {
-            b.iter_batched(
-                || image.clone(),
-                |image| node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs),
-                criterion::BatchSize::LargeInput,
-            )
-        },
-    );
-    // The same frame through the extractor alone: the rest is the node's overhead.
-    let gray = msgs::gray_from_image(&image, u64::MAX).expect("a valid frame");
-    let mut extractor = orbsift::create_extractor(&config.library).expect("the node's extractor");
-    group.bench_function(
-        format!("extraction alone, {width}x{height} ({backend_name} orb)"),
-        |b| b.iter(|| extractor.extract(black_box(&gray))),
-    );
+    group.bench_function(case.name(&backend_name), |b| {
+        b.iter_batched(
+            || image.clone(),
+            |image| node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs),
+            criterion::BatchSize::LargeInput,
+        )
+    });
     group.finish();
 }
 
-fn node_backend_name(config: &Config) -> &'static str {
-    orbsift::create_extractor(config)
-        .map(|e| e.backend_name())
-        .unwrap_or("none")
-}
-
 fn latency(c: &mut Criterion) {
-    latency_of(c, Backend::Cpu, (640, 480));
-    latency_of(c, Backend::Cuda, (1920, 1080));
+    let case = |backend, algorithm, size, encoding, matching, sm_limit| Case {
+        backend,
+        algorithm,
+        size,
+        encoding,
+        matching,
+        sm_limit,
+    };
+    let (vga, full_hd) = ((640, 480), (1920, 1080));
+    use Algorithm::{Orb, Sift};
+    use Backend::{Cpu, Cuda};
+    use Encoding::{Bgr8, Mono8, Uyvy};
+    use MatchMode::{None as Unmatched, Temporal};
+    let cases = [
+        case(Cpu, Orb, vga, Mono8, Unmatched, None),
+        case(Cpu, Orb, vga, Mono8, Temporal, None),
+        case(Cuda, Orb, full_hd, Mono8, Unmatched, None),
+        case(Cuda, Orb, full_hd, Mono8, Temporal, None),
+        case(Cuda, Orb, full_hd, Bgr8, Temporal, None),
+        case(Cuda, Orb, full_hd, Uyvy, Temporal, None),
+        case(Cuda, Orb, full_hd, Mono8, Temporal, Some(8)),
+        case(Cuda, Sift, full_hd, Mono8, Temporal, None),
+    ];
+    for case in &cases {
+        latency_of(c, case);
+    }
 }
 
 criterion_group!(benches, latency);

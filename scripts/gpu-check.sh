@@ -8,12 +8,15 @@
 #      `orbsift bench --algo sift --backend cuda`, without and with upscaling, and
 #      without upscaling on 8 SMs,
 #   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
-#   5. the node's latency, image received -> Features published (benches/node_latency.rs),
+#   5. the node on the GPU against the node on the CPU (tests/cuda_node.rs: camera
+#      encodings converted on the GPU, Features and temporal Matches, no allocation per
+#      frame), with memcheck and racecheck, and its latency, image received -> Features
+#      and Matches published (benches/node_latency.rs),
 #   6. the SIFT L2 matcher: identical to the CPU matcher (tests/cuda_sift_match.rs),
 #      sanitizers, and its 5000 x 7000 benchmark (benches/cuda_sift_match.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
 # no Rust): pass the folder holding `orbsift`, the `cuda_orb-*`, `cuda_pipeline-*`,
-# `cuda_sift-*` and `cuda_sift_match-*` test binaries, and the `node_latency-*` and
+# `cuda_node-*`, `cuda_sift-*` and `cuda_sift_match-*` test binaries, and the `node_latency-*` and
 # `cuda_sift_match_bench-*` bench binaries (`cargo bench --bench node_latency --no-run`; rename the SIFT match bench
 # binary, whose name is the test's).
 #
@@ -33,6 +36,8 @@ if [[ -z "$bin_dir" ]]; then
         sed -n 's/.*"executable":"\([^"]*cuda_pipeline[^"]*\)".*/\1/p' | tail -n 1)
     sift_test_bin=$(cargo test --release --test cuda_sift --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_sift[^"]*\)".*/\1/p' | tail -n 1)
+    node_test_bin=$(cargo test --release --test cuda_node --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*cuda_node[^"]*\)".*/\1/p' | tail -n 1)
     orbsift=target/release/orbsift
     sift_match_test=$(cargo test --release --test cuda_sift_match --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*cuda_sift_match[^"]*\)".*/\1/p' | tail -n 1)
@@ -45,6 +50,7 @@ else
     test_bin=$(ls "$bin_dir"/cuda_orb-* | head -n 1)
     pipeline_test_bin=$(ls "$bin_dir"/cuda_pipeline-* | head -n 1)
     sift_test_bin=$(ls "$bin_dir"/cuda_sift-* | head -n 1)
+    node_test_bin=$(ls "$bin_dir"/cuda_node-* | head -n 1)
     node_bench=$(ls "$bin_dir"/node_latency-* | head -n 1)
     sift_match_test=$(ls "$bin_dir"/cuda_sift_match-* | head -n 1)
     sift_match_bench=$(ls "$bin_dir"/cuda_sift_match_bench-* | head -n 1)
@@ -108,6 +114,11 @@ if command -v ncu >/dev/null; then
         paste - - | awk '{print $1, $(NF)}' | sort -k2 -n -r | head -n 12
 fi
 
+run node_parity "$node_test_bin" --ignored --test-threads=1 --nocapture
+run node_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
+run node_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
 ORBSIFT_DATA_DIR=tests/data run node_latency "$node_bench" --bench node
 grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
 
@@ -123,12 +134,13 @@ echo "| check | result |"
 echo "|---|---|"
 for name in parity memcheck racecheck pipeline pipeline_memcheck bench bench_unified bench_sm8 \
     sift_parity sift_memcheck sift_racecheck sift_bench sift_bench_upscale sift_bench_sm8 \
-    sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu node_latency; do
+    sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu \
+    node_parity node_memcheck node_racecheck node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
 grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log "$logs"/sift_match_bench.log
 for name in parity memcheck racecheck pipeline pipeline_memcheck sift_parity sift_memcheck sift_racecheck \
-    sift_match sift_match_memcheck sift_match_racecheck; do
+    sift_match sift_match_memcheck sift_match_racecheck node_parity node_memcheck node_racecheck; do
     [[ ${status[$name]} == rc=0* ]] || exit 1
 done

@@ -85,9 +85,7 @@ pub enum ImageError {
         source: image::ImageError,
     },
 
-    #[error(
-        "unsupported image encoding {0:?} (supported: mono8, mono16, rgb8, bgr8, rgba8, bgra8)"
-    )]
+    #[error("unsupported image encoding {0:?} (supported: {supported})", supported = crate::image::SUPPORTED_ENCODINGS)]
     UnsupportedEncoding(String),
 
     #[error("invalid image: {0}")]

@@ -1,7 +1,8 @@
 //! The two seams every backend implements: extraction and matching.
 
+use crate::config::MatchConfig;
 use crate::error::Result;
-use crate::image::GrayImage;
+use crate::image::{GrayImage, RawFrame};
 use crate::types::{Features, Match};
 
 /// Turns a grey frame into keypoints and descriptors.
@@ -10,6 +11,28 @@ use crate::types::{Features, Match};
 /// consecutive frames of one size allocate nothing.
 pub trait Extractor: Send {
     fn extract(&mut self, image: &GrayImage) -> Result<Features>;
+
+    /// Extracts from a frame in any camera encoding, converted to grey as
+    /// `GrayImage::from_raw` converts it. Backends that can convert where they extract
+    /// (the GPU) take the frame as it is and skip the copy.
+    fn extract_frame(&mut self, frame: &RawFrame<'_>) -> Result<Features> {
+        self.extract(&GrayImage::from_raw(frame)?)
+    }
+
+    /// Matches each frame against the frame extracted before it where the features
+    /// are computed (`None` stops), with `config`'s ratio test, cross-check and
+    /// distance limit, exactly as a [`Matcher`] would. `Ok(false)`: this backend does
+    /// not, and the caller matches consecutive frames with a [`Matcher`].
+    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        let _ = config;
+        Ok(false)
+    }
+
+    /// After an extraction in consecutive mode: the frame's matches with the frame
+    /// before it (`Match::query` indexes this frame), `None` for the first frame.
+    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
+        None
+    }
 
     /// `"cpu"` or `"cuda"`, as written in outputs.
     fn backend_name(&self) -> &'static str;

@@ -3,6 +3,9 @@
 //! Colour is weighted as OpenCV's `cvtColor(..., COLOR_RGB2GRAY)` does for 8-bit
 //! data: `Y = (4899 R + 9617 G + 1868 B + 8192) >> 14` (BT.601 in 14-bit fixed
 //! point), so grey images match what OpenCV users get. mono16 keeps the high byte.
+//! The YUV encodings already carry luma: their grey is the Y byte of each pixel, as
+//! OpenCV's `COLOR_YUV2GRAY_*` takes it. [`Encoding::layout`] is that rule as data; the
+//! GPU's conversion kernel (kernels/image/gray.cu) applies the same table.
 
 use std::path::Path;
 
@@ -37,6 +40,41 @@ pub enum Encoding {
     Bgr8,
     Rgba8,
     Bgra8,
+    /// 4:2:2 packed as U Y0 V Y1 (`uyvy`, formerly `yuv422`).
+    Uyvy,
+    /// 4:2:2 packed as Y0 U Y1 V (`yuyv`, formerly `yuv422_yuy2`).
+    Yuyv,
+    /// 4:2:0: a Y plane, then `ceil(height / 2)` rows of interleaved U V.
+    Nv12,
+    /// 4:2:0: a Y plane, then `ceil(height / 2)` rows of interleaved V U.
+    Nv21,
+    /// 4:4:4: a Y plane, then `height` rows of interleaved U V, twice as long.
+    Nv24,
+}
+
+/// The encodings `Encoding::parse` accepts, as error messages list them.
+pub const SUPPORTED_ENCODINGS: &str =
+    "mono8, mono16, rgb8, bgr8, rgba8, bgra8, uyvy (yuv422), yuyv (yuv422_yuy2), nv12, nv21, nv24";
+
+/// How one pixel of a row becomes grey: the rule both backends apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrayRule {
+    /// The byte at this offset in the pixel is the grey value (mono, the Y of YUV).
+    Byte(usize),
+    /// BT.601 luma of the bytes at these offsets.
+    Luma {
+        red: usize,
+        green: usize,
+        blue: usize,
+    },
+}
+
+/// Where a frame's grey values sit: `bytes_per_pixel` apart in each of the first
+/// `height` rows, converted by `rule`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PixelLayout {
+    pub bytes_per_pixel: usize,
+    pub rule: GrayRule,
 }
 
 impl Encoding {
@@ -49,6 +87,11 @@ impl Encoding {
             "bgr8" | "8UC3" => Encoding::Bgr8,
             "rgba8" => Encoding::Rgba8,
             "bgra8" | "8UC4" => Encoding::Bgra8,
+            "uyvy" | "yuv422" => Encoding::Uyvy,
+            "yuyv" | "yuv422_yuy2" => Encoding::Yuyv,
+            "nv12" => Encoding::Nv12,
+            "nv21" => Encoding::Nv21,
+            "nv24" => Encoding::Nv24,
             other => {
                 return Err(Error::Image(ImageError::UnsupportedEncoding(
                     other.to_string(),
@@ -57,12 +100,67 @@ impl Encoding {
         })
     }
 
-    pub fn bytes_per_pixel(self) -> usize {
+    /// The name `sensor_msgs/Image` gives it (the current one where ROS renamed it).
+    pub fn name(self) -> &'static str {
         match self {
-            Encoding::Mono8 => 1,
-            Encoding::Mono16 => 2,
-            Encoding::Rgb8 | Encoding::Bgr8 => 3,
-            Encoding::Rgba8 | Encoding::Bgra8 => 4,
+            Encoding::Mono8 => "mono8",
+            Encoding::Mono16 => "mono16",
+            Encoding::Rgb8 => "rgb8",
+            Encoding::Bgr8 => "bgr8",
+            Encoding::Rgba8 => "rgba8",
+            Encoding::Bgra8 => "bgra8",
+            Encoding::Uyvy => "uyvy",
+            Encoding::Yuyv => "yuyv",
+            Encoding::Nv12 => "nv12",
+            Encoding::Nv21 => "nv21",
+            Encoding::Nv24 => "nv24",
+        }
+    }
+
+    /// Where the grey values of a row sit and how they are computed. mono16 keeps the
+    /// high byte: the first in big-endian data, the second in little-endian data.
+    pub fn layout(self, big_endian: bool) -> PixelLayout {
+        let (bytes_per_pixel, rule) = match self {
+            Encoding::Mono8 | Encoding::Nv12 | Encoding::Nv21 | Encoding::Nv24 => {
+                (1, GrayRule::Byte(0))
+            }
+            Encoding::Mono16 => (2, GrayRule::Byte(usize::from(!big_endian))),
+            Encoding::Uyvy => (2, GrayRule::Byte(1)),
+            Encoding::Yuyv => (2, GrayRule::Byte(0)),
+            Encoding::Rgb8 | Encoding::Rgba8 => (
+                if self == Encoding::Rgb8 { 3 } else { 4 },
+                GrayRule::Luma {
+                    red: 0,
+                    green: 1,
+                    blue: 2,
+                },
+            ),
+            Encoding::Bgr8 | Encoding::Bgra8 => (
+                if self == Encoding::Bgr8 { 3 } else { 4 },
+                GrayRule::Luma {
+                    red: 2,
+                    green: 1,
+                    blue: 0,
+                },
+            ),
+        };
+        PixelLayout {
+            bytes_per_pixel,
+            rule,
+        }
+    }
+
+    pub fn bytes_per_pixel(self) -> usize {
+        self.layout(false).bytes_per_pixel
+    }
+
+    /// Bytes a frame needs after its `height` rows of `step` bytes: the chroma plane of
+    /// the planar encodings (rows of `step` bytes), nothing for packed ones.
+    fn chroma_plane_bytes(self, step: usize, height: usize) -> Option<usize> {
+        match self {
+            Encoding::Nv12 | Encoding::Nv21 => step.checked_mul(height.div_ceil(2)),
+            Encoding::Nv24 => step.checked_mul(height)?.checked_mul(2),
+            _ => Some(0),
         }
     }
 }
@@ -78,6 +176,54 @@ pub struct RawFrame<'a> {
     /// Only meaningful for mono16.
     pub big_endian: bool,
     pub data: &'a [u8],
+}
+
+impl RawFrame<'_> {
+    /// Checks the size, the step and that the data holds every row (and the chroma
+    /// plane of planar encodings), so that converting cannot read past its end.
+    pub fn validate(&self) -> Result<()> {
+        let RawFrame {
+            encoding,
+            width,
+            height,
+            step,
+            data,
+            ..
+        } = *self;
+        check_size(width, height)?;
+        let row_bytes = width * encoding.bytes_per_pixel();
+        if step < row_bytes {
+            return Err(Error::Image(ImageError::Invalid(format!(
+                "step {step} is smaller than a row of {width} {} pixels ({row_bytes} bytes)",
+                encoding.name()
+            ))));
+        }
+        let overflow = || {
+            Error::Image(ImageError::Invalid(format!(
+                "step {step} x height {height} overflows"
+            )))
+        };
+        let chroma = encoding
+            .chroma_plane_bytes(step, height)
+            .ok_or_else(overflow)?;
+        // A planar frame's chroma plane starts after whole rows of the Y plane; a packed
+        // frame's last row may end without its padding.
+        let needed = if chroma > 0 {
+            step.checked_mul(height).and_then(|n| n.checked_add(chroma))
+        } else {
+            step.checked_mul(height - 1)
+                .and_then(|n| n.checked_add(row_bytes))
+        }
+        .ok_or_else(overflow)?;
+        if data.len() < needed {
+            return Err(Error::Image(ImageError::Invalid(format!(
+                "data has {} bytes, {width}x{height} {} with step {step} needs {needed}",
+                data.len(),
+                encoding.name()
+            ))));
+        }
+        Ok(())
+    }
 }
 
 fn luma(r: u8, g: u8, b: u8) -> u8 {
@@ -104,54 +250,26 @@ impl GrayImage {
 
     /// Converts any supported camera frame to grey, validating every size first.
     pub fn from_raw(frame: &RawFrame<'_>) -> Result<Self> {
-        let RawFrame {
-            encoding,
-            width,
-            height,
-            step,
-            big_endian,
-            data,
-        } = *frame;
-        check_size(width, height)?;
-        let bpp = encoding.bytes_per_pixel();
-        let row_bytes = width * bpp;
-        if step < row_bytes {
-            return Err(Error::Image(ImageError::Invalid(format!(
-                "step {step} is smaller than a row of {width} {encoding:?} pixels ({row_bytes} bytes)"
-            ))));
-        }
-        let needed = step
-            .checked_mul(height - 1)
-            .and_then(|n| n.checked_add(row_bytes))
-            .ok_or_else(|| {
-                Error::Image(ImageError::Invalid(format!(
-                    "step {step} x height {height} overflows"
-                )))
-            })?;
-        if data.len() < needed {
-            return Err(Error::Image(ImageError::Invalid(format!(
-                "data has {} bytes, {width}x{height} {encoding:?} with step {step} needs {needed}",
-                data.len()
-            ))));
-        }
-        let mut out = Vec::with_capacity(width * height);
-        for row in data.chunks(step).take(height) {
-            let row = &row[..row_bytes];
-            match encoding {
-                Encoding::Mono8 => out.extend_from_slice(row),
-                Encoding::Mono16 => {
-                    out.extend(
-                        row.chunks_exact(2)
-                            .map(|p| if big_endian { p[0] } else { p[1] }),
-                    )
+        frame.validate()?;
+        let PixelLayout {
+            bytes_per_pixel,
+            rule,
+        } = frame.encoding.layout(frame.big_endian);
+        let row_bytes = frame.width * bytes_per_pixel;
+        let mut out = Vec::with_capacity(frame.width * frame.height);
+        for row in frame.data.chunks(frame.step).take(frame.height) {
+            let pixels = row[..row_bytes].chunks_exact(bytes_per_pixel);
+            match rule {
+                GrayRule::Byte(0) if bytes_per_pixel == 1 => {
+                    out.extend_from_slice(&row[..row_bytes])
                 }
-                Encoding::Rgb8 => out.extend(row.chunks_exact(3).map(|p| luma(p[0], p[1], p[2]))),
-                Encoding::Bgr8 => out.extend(row.chunks_exact(3).map(|p| luma(p[2], p[1], p[0]))),
-                Encoding::Rgba8 => out.extend(row.chunks_exact(4).map(|p| luma(p[0], p[1], p[2]))),
-                Encoding::Bgra8 => out.extend(row.chunks_exact(4).map(|p| luma(p[2], p[1], p[0]))),
+                GrayRule::Byte(offset) => out.extend(pixels.map(|p| p[offset])),
+                GrayRule::Luma { red, green, blue } => {
+                    out.extend(pixels.map(|p| luma(p[red], p[green], p[blue])))
+                }
             }
         }
-        Self::new(width, height, out)
+        Self::new(frame.width, frame.height, out)
     }
 
     /// Reads PNG, JPEG or PGM/PPM from disk and converts it to grey; images of more
@@ -269,6 +387,18 @@ impl GrayImage {
     /// Packed pixels, row-major; row `y` starts at `y * width`.
     pub fn data(&self) -> &[u8] {
         &self.data
+    }
+
+    /// The image as a packed mono8 frame.
+    pub fn as_raw(&self) -> RawFrame<'_> {
+        RawFrame {
+            encoding: Encoding::Mono8,
+            width: self.width,
+            height: self.height,
+            step: self.width,
+            big_endian: false,
+            data: &self.data,
+        }
     }
 
     pub fn into_data(self) -> Vec<u8> {
@@ -416,8 +546,8 @@ mod tests {
         assert!(GrayImage::from_raw(&huge).is_err());
 
         assert!(matches!(
-            Encoding::parse("yuv422"),
-            Err(Error::Image(ImageError::UnsupportedEncoding(e))) if e == "yuv422"
+            Encoding::parse("bayer_rggb8"),
+            Err(Error::Image(ImageError::UnsupportedEncoding(e))) if e == "bayer_rggb8"
         ));
     }
 }

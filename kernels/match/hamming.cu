@@ -4,7 +4,8 @@
 
 #define TILE 128
 
-extern "C" __global__ void match_hamming_knn2(
+// One thread per query: its best and second-best train descriptor (ties: lower index).
+__device__ void hamming_knn2(
     const unsigned int* __restrict__ query, int n_query,
     const unsigned int* __restrict__ train, int n_train,
     int3* __restrict__ out) {                 // (best index, best, second best)
@@ -25,10 +26,37 @@ extern "C" __global__ void match_hamming_knn2(
 }
 
 // Keeps a query's best match only if that train descriptor's best is the query back.
-extern "C" __global__ void match_cross_check(
-    int3* __restrict__ forward, int n_query, const int3* __restrict__ backward) {
+__device__ void hamming_cross_check(int3* __restrict__ forward, int n_query, const int3* __restrict__ backward) {
     int q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= n_query) return;
     int t = forward[q].x;
     if (t >= 0 && backward[t].x != q) forward[q].x = -1;
+}
+
+extern "C" __global__ void match_hamming_knn2(
+    const unsigned int* __restrict__ query, int n_query,
+    const unsigned int* __restrict__ train, int n_train,
+    int3* __restrict__ out) {
+    hamming_knn2(query, n_query, train, n_train, out);
+}
+
+extern "C" __global__ void match_cross_check(
+    int3* __restrict__ forward, int n_query, const int3* __restrict__ backward) {
+    hamming_cross_check(forward, n_query, backward);
+}
+
+// The same two for sets whose sizes the GPU wrote (a frame's keypoint count): the
+// counts are read on the device, so a CUDA graph sized for the largest sets replays
+// them for any count.
+extern "C" __global__ void match_hamming_knn2_counted(
+    const unsigned int* __restrict__ query, const unsigned int* __restrict__ n_query,
+    const unsigned int* __restrict__ train, const unsigned int* __restrict__ n_train,
+    int3* __restrict__ out) {
+    hamming_knn2(query, (int)*n_query, train, (int)*n_train, out);
+}
+
+extern "C" __global__ void match_cross_check_counted(
+    int3* __restrict__ forward, const unsigned int* __restrict__ n_query,
+    const int3* __restrict__ backward) {
+    hamming_cross_check(forward, (int)*n_query, backward);
 }

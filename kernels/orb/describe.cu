@@ -79,7 +79,8 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
     int2* __restrict__ moments,               // (m10, m01) per keypoint
     unsigned int* __restrict__ descriptors,   // 8 words per keypoint
     const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
-    int n_train,
+    const unsigned int* __restrict__ train_count,  // its size, read here: a graph replays
+                                              // for every count a resident set takes
     int3* __restrict__ matches,               // (best index, best, second best) per keypoint
     int per_block) {                          // keypoints per block, at most WARP
     // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb.rs): over the
@@ -94,6 +95,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
 
     const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
     const int n = (int)kept[n_levels];
+    const int n_train = train != nullptr ? (int)*train_count : 0;
     // Grid-stride over groups of `per_block` keypoints (fewer than 32 spread small
     // frames over more SMs), so a grid sized to N SMs covers any count.
     for (int group = blockIdx.x * per_block; group < n; group += gridDim.x * per_block) {

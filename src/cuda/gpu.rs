@@ -1,8 +1,15 @@
-//! One GPU as a pipeline sees it: context, its own stream, device facts and the
-//! loaded kernel modules.
+//! The process's GPU, opened once and shared ([`GpuDevice`]: context, green context
+//! for `--sm-limit`, device facts, kernel modules loaded on first use), and one
+//! pipeline's handle to it ([`Gpu`]: the device and a stream of the pipeline's own).
+//!
+//! Every extractor, matcher and bench of a process comes from the same device, so the
+//! kernel modules are loaded once and buffers of one pipeline can be read by another.
+//! Each pipeline keeps its own stream: a stream being captured into a CUDA graph must
+//! not receive another pipeline's work.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use cudarc::driver::sys::CUdevice_attribute as Attribute;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
@@ -15,27 +22,49 @@ use crate::cuda::green::{self, SmConfinement};
 use crate::cuda::modules::{cache_dir, MODULES};
 use crate::error::{CudaError, Error, Result};
 
-pub struct Gpu {
+/// The devices open in this process, by ordinal and SM limit; each lives as long as a
+/// pipeline holds it.
+type OpenDevices = Vec<((usize, Option<u32>), Weak<GpuDevice>)>;
+static OPEN_DEVICES: Mutex<OpenDevices> = Mutex::new(Vec::new());
+
+pub struct GpuDevice {
     pub ctx: Arc<CudaContext>,
-    pub stream: Arc<CudaStream>,
     pub name: String,
     pub arch: Arch,
-    /// SMs the pipeline runs on and sizes its persistent grids to: the device's, or
+    /// SMs the pipelines run on and size their persistent grids to: the device's, or
     /// what `--sm-limit` got (see `confinement`).
     pub sm_count: u32,
     /// How `sm_count` is enforced when it is below the device's.
     pub confinement: SmConfinement,
     /// Shares memory with the host (Jetson): `memory: auto` then means unified.
     pub integrated: bool,
-    modules: HashMap<&'static str, Arc<CudaModule>>,
+    /// The kernel modules loaded so far.
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
 }
 
-impl Gpu {
-    /// Opens device `ordinal` and loads every kernel module (compiled, or from the cache).
-    /// With `sm_limit` below the device's SM count the pipeline runs in a green context
-    /// of that many SMs; where none can be made, it falls back to sizing the grids
-    /// only, and says so in a warning.
-    pub fn open(ordinal: usize, sm_limit: Option<u32>) -> Result<Self> {
+impl GpuDevice {
+    /// Device `ordinal` with `sm_limit`, opened by the first caller and shared with
+    /// every later one while any of them holds it.
+    pub fn shared(ordinal: usize, sm_limit: Option<u32>) -> Result<Arc<Self>> {
+        let mut open = OPEN_DEVICES.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|(_, device)| device.strong_count() > 0);
+        let key = (ordinal, sm_limit);
+        if let Some(device) = open
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, d)| d.upgrade())
+        {
+            return Ok(device);
+        }
+        let device = Arc::new(Self::open(ordinal, sm_limit)?);
+        open.push((key, Arc::downgrade(&device)));
+        Ok(device)
+    }
+
+    /// Opens device `ordinal`. With `sm_limit` below the device's SM count its work runs
+    /// in a green context of that many SMs; where none can be made, it falls back to
+    /// sizing the grids only, and says so in a warning.
+    fn open(ordinal: usize, sm_limit: Option<u32>) -> Result<Self> {
         availability()?;
         let device_sms = cudarc::driver::result::device::get(ordinal as i32).and_then(|device| {
             // SAFETY: `device` is a valid ordinal's handle; a plain attribute query.
@@ -46,71 +75,98 @@ impl Gpu {
                 )
             }
         })? as u32;
-        let (ctx, stream, sm_count, confinement) = match green::limits(sm_limit, device_sms) {
-            None => {
-                let (ctx, stream) = Self::context_and_stream(CudaContext::new(ordinal)?)?;
-                (ctx, stream, device_sms, SmConfinement::Whole)
-            }
+        let (ctx, sm_count, confinement) = match green::limits(sm_limit, device_sms) {
+            None => (
+                Self::without_event_tracking(CudaContext::new(ordinal)?),
+                device_sms,
+                SmConfinement::Whole,
+            ),
             Some(limit) => match Self::green(ordinal, limit) {
-                Ok((ctx, stream, granted)) => (ctx, stream, granted, SmConfinement::GreenContext),
+                Ok((ctx, granted)) => (ctx, granted, SmConfinement::GreenContext),
                 Err(reason) => {
                     log::warn!(
                         "--sm-limit {limit}: no green context ({reason}); only the grids are \
                          sized to {limit} SMs, the work still spreads over all {device_sms}"
                     );
-                    let (ctx, stream) = Self::context_and_stream(CudaContext::new(ordinal)?)?;
-                    (ctx, stream, limit, SmConfinement::GridOnly)
+                    let ctx = Self::without_event_tracking(CudaContext::new(ordinal)?);
+                    (ctx, limit, SmConfinement::GridOnly)
                 }
             },
         };
         let (major, minor) = ctx.compute_capability()?;
-        let arch = Arch {
-            major: major as u32,
-            minor: minor as u32,
-        };
-        let cache = cache_dir();
-        let mut modules = HashMap::new();
-        for module in MODULES {
-            let (cubin, cached) = module.cubin(arch, &cache)?;
-            log::debug!(
-                "kernel module {} for {arch}: {}",
-                module.name,
-                if cached { "from cache" } else { "compiled" }
-            );
-            modules.insert(module.name, ctx.load_module(Ptx::from_binary(cubin))?);
-        }
         Ok(Self {
             name: ctx.name()?,
+            arch: Arch {
+                major: major as u32,
+                minor: minor as u32,
+            },
             sm_count,
             confinement,
             integrated: ctx.attribute(Attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1,
             ctx,
-            stream,
-            arch,
-            modules,
+            modules: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The pipeline's context (event tracking off) and its one stream.
-    fn context_and_stream(ctx: Arc<CudaContext>) -> Result<(Arc<CudaContext>, Arc<CudaStream>)> {
-        // SAFETY: each pipeline uses one stream and orders its own work; buffers are
-        // raw allocations freed only after the stream is synchronised, so cudarc's
+    fn without_event_tracking(ctx: Arc<CudaContext>) -> Arc<CudaContext> {
+        // SAFETY: each pipeline uses its own stream and orders its own work; buffers
+        // are raw allocations freed only after the stream is synchronised, so cudarc's
         // per-allocation event tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream()?;
-        Ok((ctx, stream))
+        ctx
     }
 
-    /// A green context of at least `sms` SMs with its stream, and the SMs it got.
-    fn green(
-        ordinal: usize,
-        sms: u32,
-    ) -> std::result::Result<(Arc<CudaContext>, Arc<CudaStream>, u32), String> {
+    /// A green context of at least `sms` SMs whose streams are bound to it, and the
+    /// SMs it got.
+    fn green(ordinal: usize, sms: u32) -> std::result::Result<(Arc<CudaContext>, u32), String> {
         let (ctx, granted) = green::green_context(ordinal, sms)?;
-        let (ctx, stream) =
-            Self::context_and_stream(ctx).map_err(|e| format!("its stream: {e}"))?;
-        green::check_stream_is_green(&stream)?;
-        Ok((ctx, stream, granted))
+        let ctx = Self::without_event_tracking(ctx);
+        let probe = ctx.new_stream().map_err(|e| format!("its stream: {e}"))?;
+        green::check_stream_is_green(&probe)?;
+        Ok((ctx, granted))
+    }
+
+    /// A new stream of the device, bound to its green context where there is one.
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        let stream = self.ctx.new_stream()?;
+        if self.confinement == SmConfinement::GreenContext {
+            green::check_stream_is_green(&stream)
+                .map_err(|reason| Error::Cuda(CudaError::Unavailable(reason)))?;
+        }
+        Ok(stream)
+    }
+
+    /// Kernel `name` of module `module`, loading the module (compiled, or from the
+    /// cache) on its first use in this process.
+    pub fn function(&self, module: &str, name: &str) -> Result<CudaFunction> {
+        let loaded = {
+            let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
+            match modules.get(module) {
+                Some(loaded) => loaded.clone(),
+                None => {
+                    let source = MODULES
+                        .iter()
+                        .find(|m| m.name == module)
+                        .ok_or_else(|| Error::Cuda(CudaError::NoModule(module.into())))?;
+                    let (cubin, cached) = source.cubin(self.arch, &cache_dir())?;
+                    log::debug!(
+                        "kernel module {module} for {}: {}",
+                        self.arch,
+                        if cached { "from cache" } else { "compiled" }
+                    );
+                    let loaded = self.ctx.load_module(Ptx::from_binary(cubin))?;
+                    modules.insert(source.name, loaded.clone());
+                    loaded
+                }
+            }
+        };
+        loaded.load_function(name).map_err(|source| {
+            Error::Cuda(CudaError::Kernel {
+                module: module.into(),
+                kernel: name.into(),
+                source,
+            })
+        })
     }
 
     /// The device as reports and `orbsift bench` name it: "NVIDIA H200 (8 SMs, green
@@ -145,17 +201,6 @@ impl Gpu {
         );
     }
 
-    /// A second stream in the pipeline's context, for work that forks from `stream`
-    /// and joins it again; bound to the green context as `stream` is, where there is one.
-    pub fn side_stream(&self) -> Result<Arc<CudaStream>> {
-        let stream = self.ctx.new_stream()?;
-        if self.confinement == SmConfinement::GreenContext {
-            green::check_stream_is_green(&stream)
-                .map_err(|reason| Error::Cuda(CudaError::Unavailable(reason)))?;
-        }
-        Ok(stream)
-    }
-
     /// The events a frame records: before the upload, after it, after the extraction.
     pub fn frame_events(&self) -> Result<[CudaEvent; 3]> {
         let event = || {
@@ -165,27 +210,13 @@ impl Gpu {
         Ok([event()?, event()?, event()?])
     }
 
-    pub fn function(&self, module: &str, name: &str) -> Result<CudaFunction> {
-        let loaded = self
-            .modules
-            .get(module)
-            .ok_or_else(|| Error::Cuda(CudaError::NoModule(module.into())))?;
-        loaded.load_function(name).map_err(|source| {
-            Error::Cuda(CudaError::Kernel {
-                module: module.into(),
-                kernel: name.into(),
-                source,
-            })
-        })
-    }
-
     /// Blocks of a persistent grid for `function`: as many as the occupancy API says
     /// fit on one SM, times the SMs the pipeline runs on.
     pub fn persistent_blocks(&self, function: &CudaFunction, block: u32) -> Result<u32> {
         self.resident_blocks(function, block, 0)
     }
 
-    /// [`Gpu::persistent_blocks`] for blocks that also take `shared` bytes of dynamic
+    /// [`GpuDevice::persistent_blocks`] for blocks that also take `shared` bytes of dynamic
     /// shared memory.
     pub fn resident_blocks(&self, function: &CudaFunction, block: u32, shared: u32) -> Result<u32> {
         let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
@@ -194,5 +225,43 @@ impl Gpu {
             None,
         )?;
         Ok(per_sm.max(1) * self.sm_count)
+    }
+}
+
+/// One pipeline's handle to the process's GPU: the shared device and the pipeline's
+/// own stream.
+pub struct Gpu {
+    device: Arc<GpuDevice>,
+    pub stream: Arc<CudaStream>,
+}
+
+impl Gpu {
+    /// GPU `ordinal` (shared, see [`GpuDevice::shared`]) with a new stream.
+    pub fn open(ordinal: usize, sm_limit: Option<u32>) -> Result<Self> {
+        Self::on(GpuDevice::shared(ordinal, sm_limit)?)
+    }
+
+    /// A new pipeline on `device`.
+    pub fn on(device: Arc<GpuDevice>) -> Result<Self> {
+        let stream = device.new_stream()?;
+        Ok(Self { device, stream })
+    }
+
+    /// The shared device, for another pipeline to open on it.
+    pub fn device(&self) -> &Arc<GpuDevice> {
+        &self.device
+    }
+
+    /// A second stream for work that forks from `stream` and joins it again.
+    pub fn side_stream(&self) -> Result<Arc<CudaStream>> {
+        self.device.new_stream()
+    }
+}
+
+impl Deref for Gpu {
+    type Target = GpuDevice;
+
+    fn deref(&self) -> &GpuDevice {
+        &self.device
     }
 }

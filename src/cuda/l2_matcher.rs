@@ -4,12 +4,12 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
 
-use crate::cuda::gpu::Gpu;
+use crate::cuda::gpu::{Gpu, GpuDevice};
 use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
-use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::cuda::orb::Knn2;
 use crate::error::Result;
 use crate::spec::matching::l2_distance;
@@ -31,6 +31,10 @@ pub struct DeviceDescriptors {
 }
 
 impl DeviceDescriptors {
+    fn view(&self) -> (CUdeviceptr, i32) {
+        (self.buffer.ptr, self.len)
+    }
+
     pub fn len(&self) -> usize {
         self.len as usize
     }
@@ -83,13 +87,20 @@ pub struct CudaL2Matcher {
     /// Blocks of `match_l2_knn2` resident at once on the whole GPU.
     resident_blocks: u32,
     scratch: Option<Scratch>,
+    /// Where host sets are uploaded to (query, train): reused from search to search.
+    uploads: (Reused<DeviceDescriptors>, Reused<DeviceDescriptors>),
     /// Around the kernels of the last search.
     events: [CudaEvent; 2],
 }
 
 impl CudaL2Matcher {
     pub fn new() -> Result<Self> {
-        let gpu = Gpu::open(0, None)?;
+        Self::on(GpuDevice::shared(0, None)?)
+    }
+
+    /// The search on `device`, with a stream of its own.
+    pub(crate) fn on(device: Arc<GpuDevice>) -> Result<Self> {
+        let gpu = Gpu::on(device)?;
         let knn2 = gpu.function("match_l2", "match_l2_knn2")?;
         let resident_blocks = gpu.persistent_blocks(&knn2, THREADS)?;
         let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
@@ -99,6 +110,7 @@ impl CudaL2Matcher {
             knn2,
             resident_blocks,
             scratch: None,
+            uploads: Default::default(),
             gpu,
         })
     }
@@ -110,6 +122,44 @@ impl CudaL2Matcher {
             buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &set.data)?,
             len,
         })
+    }
+
+    /// Copies `set` into `slot`'s buffer, grown if it is too small.
+    fn upload_into<'a>(
+        &self,
+        slot: &'a mut Reused<DeviceDescriptors>,
+        set: &Descriptors,
+        role: &str,
+    ) -> Result<&'a DeviceDescriptors> {
+        let len = checked(set, <Self as NearestTwo>::KIND, role)?;
+        let ctx = &self.gpu.ctx;
+        let resident = slot.at_least(set.data.len(), |bytes| {
+            Ok(DeviceDescriptors {
+                buffer: DeviceBuffer::new(ctx, bytes)?,
+                len: 0,
+            })
+        })?;
+        if !set.data.is_empty() {
+            // SAFETY: the buffer holds at least the set's bytes; a copy from pageable
+            // memory returns once the source was read.
+            unsafe {
+                result::memcpy_htod_async(
+                    resident.buffer.ptr,
+                    &set.data,
+                    self.gpu.stream.cu_stream(),
+                )
+            }?;
+        }
+        resident.len = len;
+        Ok(resident)
+    }
+
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.gpu.ctx
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<cudarc::driver::CudaStream> {
+        &self.gpu.stream
     }
 
     /// The device's name, for benchmark reports.
@@ -129,7 +179,18 @@ impl CudaL2Matcher {
         train: &DeviceDescriptors,
         mutual: bool,
     ) -> Result<Vec<Knn2>> {
-        let (n_query, n_train) = (query.len(), train.len());
+        self.knn2_at(query.view(), train.view(), mutual)
+    }
+
+    /// [`Self::knn2_resident`] on sets anywhere on the device (another pipeline's
+    /// output buffer): `(pointer, count)` each.
+    pub(crate) fn knn2_at(
+        &mut self,
+        query: (CUdeviceptr, i32),
+        train: (CUdeviceptr, i32),
+        mutual: bool,
+    ) -> Result<Vec<Knn2>> {
+        let (n_query, n_train) = (query.1.max(0) as usize, train.1.max(0) as usize);
         if n_query == 0 || n_train == 0 {
             return Ok(vec![
                 Knn2 {
@@ -167,7 +228,7 @@ impl CudaL2Matcher {
         } else {
             0
         };
-        let (n_query_i32, runs_i32) = (query.len, launch.runs as i32);
+        let (n_query_i32, runs_i32) = (query.1, launch.runs as i32);
         let tiles_per_run = launch.tiles_per_run as i32;
         // SAFETY: arguments match kernels/match/l2.cu in order and type: the descriptor
         // buffers hold n_query / n_train rows of 128 bytes, `partial` holds runs *
@@ -176,10 +237,10 @@ impl CudaL2Matcher {
         unsafe {
             stream
                 .launch_builder(&self.knn2)
-                .arg(&query.buffer.ptr)
-                .arg(&query.len)
-                .arg(&train.buffer.ptr)
-                .arg(&train.len)
+                .arg(&query.0)
+                .arg(&query.1)
+                .arg(&train.0)
+                .arg(&train.1)
                 .arg(&tiles_per_run)
                 .arg(&scratch.partial.ptr)
                 .arg(&nearest_query)
@@ -249,9 +310,16 @@ impl NearestTwo for CudaL2Matcher {
         train: &Descriptors,
         mutual: bool,
     ) -> Result<Vec<Knn2>> {
-        let query = self.upload(query, "query")?;
-        let train = self.upload(train, "train")?;
-        self.knn2_resident(&query, &train, mutual)
+        let (mut query_slot, mut train_slot) = std::mem::take(&mut self.uploads);
+        let searched = self
+            .upload_into(&mut query_slot, query, "query")
+            .and_then(|query| {
+                let train = self.upload_into(&mut train_slot, train, "train")?;
+                Ok((query, train))
+            })
+            .and_then(|(query, train)| self.knn2_resident(query, train, mutual));
+        self.uploads = (query_slot, train_slot);
+        searched
     }
 
     fn report(raw: i32) -> f32 {

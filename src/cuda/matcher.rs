@@ -5,11 +5,11 @@
 
 use std::mem::size_of;
 
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::config::MatchConfig;
 use crate::cuda::gpu::Gpu;
-use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::cuda::orb::Knn2;
 use crate::error::{ConfigError, Error, FeaturesError, Result};
 use crate::extractor::Matcher;
@@ -22,6 +22,12 @@ pub struct CudaHammingMatcher {
     gpu: Gpu,
     knn2: CudaFunction,
     cross_check: CudaFunction,
+    query: Reused<DeviceBuffer>,
+    train: Reused<DeviceBuffer>,
+    /// One [`Knn2`] per query, with its host twin.
+    forward: Reused<Staged>,
+    /// One [`Knn2`] per train descriptor, for the cross-check.
+    backward: Reused<DeviceBuffer>,
 }
 
 /// A GPU search for each query's two nearest train descriptors of one kind.
@@ -94,6 +100,10 @@ impl CudaHammingMatcher {
             knn2: gpu.function("match_hamming", "match_hamming_knn2")?,
             cross_check: gpu.function("match_hamming", "match_cross_check")?,
             gpu,
+            query: Reused::default(),
+            train: Reused::default(),
+            forward: Reused::default(),
+            backward: Reused::default(),
         })
     }
 
@@ -115,10 +125,30 @@ impl CudaHammingMatcher {
         let ctx = &self.gpu.ctx;
         ctx.bind_to_thread()?;
         let stream = &self.gpu.stream;
-        let query_buffer = DeviceBuffer::from_slice(ctx, &query.data)?;
-        let train_buffer = DeviceBuffer::from_slice(ctx, &train.data)?;
-        let mut forward = Staged::new(ctx, n_query as usize * size_of::<Knn2>(), false)?;
-        let backward = DeviceBuffer::new(ctx, n_train.max(1) as usize * size_of::<Knn2>())?;
+        let query_buffer = self
+            .query
+            .at_least(query.data.len(), |bytes| DeviceBuffer::new(ctx, bytes))?;
+        let train_buffer = self
+            .train
+            .at_least(train.data.len(), |bytes| DeviceBuffer::new(ctx, bytes))?;
+        // SAFETY: each buffer holds at least its set's bytes; a copy from pageable
+        // memory returns once the source was read.
+        unsafe {
+            result::memcpy_htod_async(query_buffer.ptr, &query.data, stream.cu_stream())?;
+            if !train.data.is_empty() {
+                result::memcpy_htod_async(train_buffer.ptr, &train.data, stream.cu_stream())?;
+            }
+        }
+        let forward = self
+            .forward
+            .at_least(n_query as usize * size_of::<Knn2>(), |bytes| {
+                Staged::new(ctx, bytes, false)
+            })?;
+        let backward = self
+            .backward
+            .at_least(n_train.max(1) as usize * size_of::<Knn2>(), |bytes| {
+                DeviceBuffer::new(ctx, bytes)
+            })?;
         let cfg = |n: i32| LaunchConfig {
             grid_dim: ((n.max(1) as u32).div_ceil(BLOCK), 1, 1),
             block_dim: (BLOCK, 1, 1),
@@ -153,7 +183,7 @@ impl CudaHammingMatcher {
                     .launch(cfg(n_query))?;
             }
         }
-        download_knn2(&mut forward, n_query as usize, stream)
+        download_knn2(forward, n_query as usize, stream)
     }
 }
 
@@ -216,7 +246,7 @@ impl<S: NearestTwo> Matcher for CudaMatcher<S> {
 
 /// The matches of `nearest` (one record per query) that pass the ratio test and
 /// `max_distance`. A kernel's second best means "none" under two train descriptors.
-fn accept_all(
+pub(crate) fn accept_all(
     config: &MatchConfig,
     nearest: &[Knn2],
     has_second: bool,

@@ -5,11 +5,21 @@
 //! pipeline owns every buffer, binds its context before freeing, and never frees
 //! while its stream has work in flight (it synchronises once per frame).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::error::Result;
+
+/// Device and page-locked host allocations made by this process so far.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// How many device and page-locked host buffers this process has allocated: steady
+/// streams of frames must not add to it.
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
 
 /// `bytes` of device memory.
 pub struct DeviceBuffer {
@@ -25,6 +35,7 @@ impl DeviceBuffer {
         // byte because cuMemAlloc rejects 0. The memory is uninitialised, and every
         // kernel writes before it reads (or the pipeline clears it first).
         let ptr = unsafe { result::malloc_sync(bytes.max(1)) }?;
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             ctx: ctx.clone(),
             ptr,
@@ -80,6 +91,7 @@ impl HostBuffer {
         };
         // SAFETY: the context is current; the block is zeroed below before any read.
         let host = unsafe { result::malloc_host(bytes.max(1), flags) }?.cast::<u8>();
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `host` points to at least `bytes.max(1)` writable bytes.
         unsafe { std::ptr::write_bytes(host, 0, bytes.max(1)) };
         let mut buffer = Self {
@@ -174,5 +186,45 @@ impl Staged {
             unsafe { result::memcpy_dtoh_async(host, device.ptr, stream.cu_stream()) }?;
         }
         Ok(())
+    }
+}
+
+/// A buffer reused from call to call and made again only to grow (to a power of two,
+/// so that slowly growing sizes rarely reallocate): a steady stream of similar
+/// requests allocates nothing.
+pub struct Reused<T> {
+    held: Option<T>,
+    bytes: usize,
+}
+
+impl<T> Default for Reused<T> {
+    fn default() -> Self {
+        Self {
+            held: None,
+            bytes: 0,
+        }
+    }
+}
+
+impl<T> Reused<T> {
+    /// The buffer, of at least `bytes`; `make(size)` makes a larger one when needed
+    /// (after the smaller one is freed).
+    pub fn at_least(
+        &mut self,
+        bytes: usize,
+        make: impl FnOnce(usize) -> Result<T>,
+    ) -> Result<&mut T> {
+        let buffer = match self.held.take() {
+            Some(buffer) if self.bytes >= bytes => buffer,
+            smaller => {
+                drop(smaller);
+                self.bytes = 0;
+                let size = bytes.max(1).next_power_of_two();
+                let buffer = make(size)?;
+                self.bytes = size;
+                buffer
+            }
+        };
+        Ok(self.held.insert(buffer))
     }
 }

@@ -16,7 +16,7 @@ use Rounding::{Contracted, Exact, Fast};
 /// One `.cu` file compiled as one CUDA module.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelModule {
-    /// Module name, also the cache file's prefix: `orb_*`, `sift_*` or `match_*`.
+    /// Module name, also the cache file's prefix: `image_*`, `orb_*`, `sift_*` or `match_*`.
     pub name: &'static str,
     /// Path under `kernels/`, for messages.
     pub path: &'static str,
@@ -76,7 +76,9 @@ const fn module(
 /// SIFT's float kernels contract multiply-adds: their parity with the CPU is a tolerance
 /// (0.05 px, 1 % descriptor L2: tests/cuda_sift.rs), and separate FMUL + FADD cost the
 /// blur a third more instructions.
-pub const MODULES: [KernelModule; 13] = [
+pub const MODULES: [KernelModule; 14] = [
+    // Integer arithmetic, bit-identical with the CPU conversion.
+    module("image_gray", kernel_file!("image/gray.cu"), Exact),
     module("orb_pyramid", kernel_file!("orb/pyramid.cu"), Exact),
     module("orb_detect", kernel_file!("orb/detect.cu"), Exact),
     module("orb_select", kernel_file!("orb/select.cu"), Exact),

@@ -1,8 +1,8 @@
 //! ORB on the GPU: the launch sequence of `kernels/orb/*.cu` for one image size,
 //! reproducing the CPU reference (docs/orb-reference.md) bit for bit.
 //!
-//! Per frame: the upload, one CUDA graph (the frame copied into pyramid level 0,
-//! pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
+//! Per frame: the upload of the frame as it arrived, one CUDA graph (the frame
+//! converted to grey into pyramid level 0, pyramid, oFAST, per-cell thresholds and candidates, selection, orientation +
 //! rBRIEF, optionally fused matching), the
 //! downloads, and one stream synchronisation. The host-side tables (resize taps,
 //! arc table, Gaussian taps, umax, pattern, quotas) come from [`crate::spec`], the
@@ -13,13 +13,15 @@ use std::mem::size_of;
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
 
-use crate::config::{Distribution, MemoryMode, OrbConfig, OrbScore};
+use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig, OrbScore};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
+use crate::cuda::gray::{FrameLayout, GrayKernel};
+use crate::cuda::matcher::accept_all;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, CudaError, Error, FeaturesError, ImageError, Result};
 use crate::extractor::Extractor;
-use crate::image::GrayImage;
+use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::{PATTERN, PATTERN_REACH};
 use crate::spec::fast_arc::arc_table;
 use crate::spec::grid::{DetectionArea, Grid};
@@ -28,7 +30,7 @@ use crate::spec::orientation::{angle_degrees, umax};
 use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
 use crate::spec::quotas::level_quotas;
 use crate::spec::smoothing::GAUSSIAN_TAPS;
-use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
 
 mod pipeline;
 pub use pipeline::CudaOrbPipeline;
@@ -48,6 +50,9 @@ const SELECT_THREADS: u32 = 1024;
 /// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
+/// Threads of a `match_hamming_knn2_counted` / `match_cross_check_counted` block (its
+/// TILE in kernels/match/hamming.cu).
+const MATCH_THREADS: u32 = 128;
 /// The pixel tile of one `orb_fast_score` work item (SCORE_TILE_W, SCORE_TILE_H in
 /// kernels/orb/detect.cu).
 const SCORE_TILE_W: usize = 64;
@@ -150,18 +155,6 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
     u32::try_from(groups).unwrap_or(u32::MAX).max(1)
 }
 
-/// Keypoint positions are packed as 16-bit x and y.
-fn check_size(image: &GrayImage) -> Result<()> {
-    if image.width() > 0xffff || image.height() > 0xffff {
-        return Err(Error::Image(ImageError::Invalid(format!(
-            "{}x{} is larger than the CUDA backend's 65535 pixels a side",
-            image.width(),
-            image.height()
-        ))));
-    }
-    Ok(())
-}
-
 fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value)
         .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
@@ -209,13 +202,55 @@ struct Plan {
     moments: Staged,
     descriptors: Staged,
     matches: Staged,
+    /// Consecutive matching's cross-check: the previous frame's best match among this
+    /// frame's keypoints, one [`Knn2`] per previous keypoint.
+    backward: DeviceBuffer,
 }
 
-/// One frame buffer and the per-frame kernels captured to read it: each slot has
-/// its own graph, so alternating slots costs no copy and no graph update.
+/// One frame buffer, the layout of the frames it takes, and the per-frame kernels
+/// captured to read it: each slot has its own graph, so alternating slots costs no
+/// copy and no graph update.
 struct FrameInput {
     frame: Staged,
+    layout: FrameLayout,
     graph: Option<FrameGraph>,
+}
+
+impl FrameInput {
+    fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
+        Ok(Self {
+            frame: Staged::new(&gpu.ctx, layout.upload_bytes(), unified)?,
+            layout,
+            graph: None,
+        })
+    }
+}
+
+impl Plan {
+    /// Input `slot`, taking frames of `layout`: made on first use, and made again
+    /// (with its graph) when the frames' encoding or step changes.
+    fn input(
+        &mut self,
+        gpu: &Gpu,
+        slot: usize,
+        layout: FrameLayout,
+        unified: bool,
+    ) -> Result<&mut FrameInput> {
+        while self.inputs.len() <= slot {
+            self.inputs.push(FrameInput::new(gpu, layout, unified)?);
+        }
+        let input = &mut self.inputs[slot];
+        if input.layout != layout {
+            *input = FrameInput::new(gpu, layout, unified)?;
+        }
+        Ok(input)
+    }
+}
+
+/// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer.
+fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
+    let bytes = input.layout.upload_bytes();
+    input.frame.host.as_mut_slice()[..bytes].copy_from_slice(&frame.data[..bytes]);
 }
 
 /// The captured per-frame kernels.
@@ -228,6 +263,7 @@ unsafe impl Send for FrameGraph {}
 
 /// Kernels of the pipeline, looked up once.
 struct Kernels {
+    gray: GrayKernel,
     pyramid: CudaFunction,
     fast_score: CudaFunction,
     cell_candidates: CudaFunction,
@@ -236,12 +272,15 @@ struct Kernels {
     record_ranks: CudaFunction,
     record_place: CudaFunction,
     describe: CudaFunction,
+    knn2_counted: CudaFunction,
+    cross_check_counted: CudaFunction,
 }
 
 impl Kernels {
     fn load(gpu: &Gpu) -> Result<Self> {
         let orb = |module: &str, name: &str| gpu.function(module, name);
         let kernels = Self {
+            gray: GrayKernel::load(gpu)?,
             pyramid: orb("orb_pyramid", "orb_pyramid")?,
             fast_score: orb("orb_detect", "orb_fast_score")?,
             cell_candidates: orb("orb_detect", "orb_cell_candidates")?,
@@ -250,6 +289,8 @@ impl Kernels {
             record_ranks: orb("orb_select", "orb_record_ranks")?,
             record_place: orb("orb_select", "orb_record_place")?,
             describe: orb("orb_describe", "orb_describe")?,
+            knn2_counted: orb("match_hamming", "match_hamming_knn2_counted")?,
+            cross_check_counted: orb("match_hamming", "match_cross_check_counted")?,
         };
         // The private patches are over the 48 KB of shared memory granted without asking.
         kernels.describe.set_attribute(
@@ -270,7 +311,35 @@ struct Constants {
 /// A train descriptor set resident on the GPU, matched while describing.
 struct Train {
     buffer: DeviceBuffer,
-    len: i32,
+    /// How many descriptors `buffer` holds, as the kernels read it (one u32).
+    count: DeviceBuffer,
+}
+
+/// What each frame is matched against while it is described.
+enum Fused {
+    None,
+    /// A set given once (`set_train`).
+    Fixed(Train),
+    /// The frame described before (`match_consecutive_frames`): after matching, each
+    /// frame's descriptors and count are copied into `previous` on the GPU.
+    Consecutive {
+        previous: Train,
+        /// Keypoints of the previous frame; `None` before the first frame.
+        previous_len: Option<usize>,
+        config: MatchConfig,
+    },
+}
+
+impl Fused {
+    fn train(&self) -> Option<&Train> {
+        match self {
+            Fused::None => None,
+            Fused::Fixed(train)
+            | Fused::Consecutive {
+                previous: train, ..
+            } => Some(train),
+        }
+    }
 }
 
 /// One pyramid level's intermediate images on the GPU, as the CPU reference's
@@ -297,9 +366,11 @@ pub struct CudaOrbExtractor {
     use_graph: bool,
     kernels: Kernels,
     constants: Constants,
-    train: Option<Train>,
+    fused: Fused,
     plan: Option<Plan>,
     last_matches: Vec<Knn2>,
+    /// The last frame's accepted matches with the frame before it (consecutive mode).
+    consecutive_matches: Option<Vec<Match>>,
     last_timing: FrameTiming,
     /// Upload start, upload end = extraction start, extraction end.
     events: [CudaEvent; 3],
@@ -341,9 +412,10 @@ impl CudaOrbExtractor {
             use_graph: true,
             kernels,
             constants,
-            train: None,
+            fused: Fused::None,
             plan: None,
             last_matches: Vec::new(),
+            consecutive_matches: None,
             last_timing: FrameTiming::default(),
         })
     }
@@ -364,18 +436,46 @@ impl CudaOrbExtractor {
     /// `None` stops fused matching.
     pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
         self.plan_graph_reset();
-        self.train = match train {
-            None => None,
+        self.consecutive_matches = None;
+        self.fused = match train {
+            None => Fused::None,
             Some(d) if d.kind != DescriptorKind::Orb256 => {
                 return Err(Error::Features(FeaturesError::DescriptorMismatch {
                     query: DescriptorKind::Orb256.name().into(),
                     train: d.kind.name().into(),
                 }))
             }
-            Some(d) => Some(Train {
-                buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
-                len: to_i32(d.len(), "train set size")?,
-            }),
+            Some(d) => {
+                let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
+                Fused::Fixed(Train {
+                    buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
+                    count: DeviceBuffer::from_slice(&self.gpu.ctx, &[len])?,
+                })
+            }
+        };
+        Ok(())
+    }
+
+    /// Matches each frame against the frame described before it, on the GPU: the
+    /// previous frame's descriptors stay there, the forward search runs while
+    /// describing, the cross-check (if `config` asks) right after, and the ratio test
+    /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
+    pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
+        self.plan_graph_reset();
+        self.consecutive_matches = None;
+        self.fused = match config {
+            None => Fused::None,
+            Some(config) => {
+                let capacity = self.config.n_features as usize;
+                Fused::Consecutive {
+                    previous: Train {
+                        buffer: DeviceBuffer::new(&self.gpu.ctx, capacity * DESCRIPTOR_WORDS * 4)?,
+                        count: DeviceBuffer::from_slice(&self.gpu.ctx, &[0u32])?,
+                    },
+                    previous_len: None,
+                    config: config.clone(),
+                }
+            }
         };
         Ok(())
     }
@@ -531,10 +631,7 @@ impl CudaOrbExtractor {
             levels: DeviceBuffer::from_slice(ctx, &levels)?,
             taps: DeviceBuffer::from_slice(ctx, &taps)?,
             quotas: DeviceBuffer::from_slice(ctx, &quotas)?,
-            inputs: vec![FrameInput {
-                frame: Staged::new(ctx, width * height, unified)?,
-                graph: None,
-            }],
+            inputs: Vec::new(),
             // Whole words: orb_describe reads the aligned words holding its patch rows.
             pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
             smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
@@ -563,12 +660,13 @@ impl CudaOrbExtractor {
             moments: Staged::new(ctx, capacity * 2 * size_of::<i32>(), unified)?,
             descriptors: Staged::new(ctx, capacity * DESCRIPTOR_WORDS * 4, unified)?,
             matches: Staged::new(ctx, capacity * size_of::<Knn2>(), unified)?,
+            backward: DeviceBuffer::new(ctx, capacity * size_of::<Knn2>())?,
         })
     }
 
     /// Queues the per-frame kernels (everything between upload and downloads),
-    /// reading the frame at `frame`.
-    fn enqueue(&self, plan: &Plan, frame: CUdeviceptr) -> Result<()> {
+    /// reading the frame of `input`.
+    fn enqueue(&self, plan: &Plan, input: &FrameInput) -> Result<()> {
         let c = &self.config;
         let k = &self.kernels;
         let stream = &self.gpu.stream;
@@ -613,17 +711,14 @@ impl CudaOrbExtractor {
         // SAFETY (every launch below): each argument matches the kernel's parameter
         // list in kernels/orb/*.cu in order and type (device pointers as u64, ints as
         // i32); every pointer is a live buffer of this plan sized for the indices
-        // the kernel derives from the level table built with it. The copy: the frame
-        // holds width * height bytes, the pyramid starts with level 0 of that size.
+        // the kernel derives from the level table built with it. The conversion: the
+        // input holds its layout's upload bytes, the pyramid starts with level 0 of
+        // the frame's size.
         unsafe {
-            // Level 0 of the pyramid is the frame (read over the bus once when it is
-            // mapped host memory).
-            cudarc::driver::result::memcpy_dtod_async(
-                plan.pyramid.ptr,
-                frame,
-                plan.width * plan.height,
-                stream.cu_stream(),
-            )?;
+            // Level 0 of the pyramid is the frame in grey (read over the bus once when
+            // it is mapped host memory).
+            k.gray
+                .enqueue(stream, &input.layout, input.frame.ptr, plan.pyramid.ptr)?;
             // FAST on levels first..n_levels - 1 (kernels/orb/detect.cu).
             let fast_score = |on: &CudaStream, first: i32, n_levels: i32, blocks: u32| {
                 on.launch_builder(&k.fast_score)
@@ -764,10 +859,10 @@ impl CudaOrbExtractor {
                 .arg(&plan.out_level.ptr)
                 .arg(&plan.out_key.ptr)
                 .launch(place)?;
-            let (train, n_train) = self
-                .train
-                .as_ref()
-                .map_or((null, 0), |t| (t.buffer.ptr, t.len));
+            let (train, train_count) = self
+                .fused
+                .train()
+                .map_or((null, null), |t| (t.buffer.ptr, t.count.ptr));
             let sms = self.gpu.sm_count;
             let describe_blocks =
                 self.gpu
@@ -790,7 +885,7 @@ impl CudaOrbExtractor {
                 .arg(&plan.moments.ptr)
                 .arg(&plan.descriptors.ptr)
                 .arg(&train)
-                .arg(&n_train)
+                .arg(&train_count)
                 .arg(&plan.matches.ptr)
                 .arg(&(per_block as i32))
                 .launch(LaunchConfig {
@@ -798,6 +893,71 @@ impl CudaOrbExtractor {
                     block_dim: (DESCRIBE_THREADS, 1, 1),
                     shared_mem_bytes: DESCRIBE_SHARED_BYTES,
                 })?;
+            if let Fused::Consecutive {
+                previous, config, ..
+            } = &self.fused
+            {
+                self.enqueue_consecutive(plan, previous, config.cross_check)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After the fused forward search of consecutive matching: the cross-check (the
+    /// previous frame's own best matches among this frame's keypoints), then this
+    /// frame's descriptors and count become the previous frame's for the next one.
+    /// Sized for `n_features` keypoints on both sides, the counts read on the GPU.
+    ///
+    /// # Safety
+    /// As `enqueue`'s launches: the buffers are the plan's and `previous`, sized for
+    /// `plan.capacity` descriptors.
+    unsafe fn enqueue_consecutive(
+        &self,
+        plan: &Plan,
+        previous: &Train,
+        cross_check: bool,
+    ) -> Result<()> {
+        let k = &self.kernels;
+        let stream = &self.gpu.stream;
+        let count: CUdeviceptr = plan.kept.ptr + (plan.geometry.len() * size_of::<u32>()) as u64;
+        let blocks = (plan.capacity as u32).div_ceil(MATCH_THREADS).max(1);
+        let grid = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (MATCH_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match kernels/match/hamming.cu in order and type; `previous`
+        // and the plan's descriptors hold `capacity` descriptors of 32 bytes, `matches`
+        // and `backward` `capacity` Knn2, and both counts are at most `capacity`.
+        unsafe {
+            if cross_check {
+                stream
+                    .launch_builder(&k.knn2_counted)
+                    .arg(&previous.buffer.ptr)
+                    .arg(&previous.count.ptr)
+                    .arg(&plan.descriptors.ptr)
+                    .arg(&count)
+                    .arg(&plan.backward.ptr)
+                    .launch(grid)?;
+                stream
+                    .launch_builder(&k.cross_check_counted)
+                    .arg(&plan.matches.ptr)
+                    .arg(&count)
+                    .arg(&plan.backward.ptr)
+                    .launch(grid)?;
+            }
+            cudarc::driver::result::memcpy_dtod_async(
+                previous.buffer.ptr,
+                plan.descriptors.ptr,
+                plan.capacity * DESCRIPTOR_WORDS * 4,
+                stream.cu_stream(),
+            )?;
+            cudarc::driver::result::memcpy_dtod_async(
+                previous.count.ptr,
+                count,
+                size_of::<u32>(),
+                stream.cu_stream(),
+            )?;
         }
         Ok(())
     }
@@ -819,11 +979,10 @@ impl CudaOrbExtractor {
                 ),
             })
         })?;
-        let frame = input.frame.ptr;
         if self.use_graph && input.graph.is_none() {
             let stream = &self.gpu.stream;
             stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-            let queued = self.enqueue(plan, frame);
+            let queued = self.enqueue(plan, input);
             let captured = stream.end_capture(sys::CUgraphInstantiate_flags(0));
             match (queued, captured) {
                 (Ok(()), Ok(Some(graph))) => {
@@ -844,9 +1003,12 @@ impl CudaOrbExtractor {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
-        match plan.inputs.get(slot).and_then(|input| input.graph.as_ref()) {
-            Some(graph) => Ok(graph.0.launch()?),
-            None => self.enqueue(plan, frame),
+        match plan.inputs.get(slot) {
+            Some(FrameInput {
+                graph: Some(graph), ..
+            }) => Ok(graph.0.launch()?),
+            Some(input) => self.enqueue(plan, input),
+            None => Ok(()),
         }
     }
 
@@ -867,7 +1029,7 @@ impl CudaOrbExtractor {
         plan.out_key.download_async(n * 8, &stream)?;
         plan.moments.download_async(n * 8, &stream)?;
         plan.descriptors.download_async(n * 32, &stream)?;
-        if self.train.is_some() {
+        if self.fused.train().is_some() {
             plan.matches
                 .download_async(n * size_of::<Knn2>(), &stream)?;
         }
@@ -875,19 +1037,16 @@ impl CudaOrbExtractor {
     }
 
     /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
-    fn run(&mut self, image: &GrayImage) -> Result<()> {
+    fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<()> {
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(image.width(), image.height())?;
+        self.prepare(layout.width, layout.height)?;
         let stream = self.gpu.stream.clone();
         {
-            let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.first_mut()) else {
+            let Some(plan) = self.plan.as_mut() else {
                 return Ok(());
             };
-            input
-                .frame
-                .host
-                .as_mut_slice()
-                .copy_from_slice(image.data());
+            let input = plan.input(&self.gpu, 0, layout, self.unified)?;
+            copy_frame(input, frame);
             self.events[0].record(&stream)?;
             input.frame.upload_async(&stream)?;
         }
@@ -950,7 +1109,7 @@ impl CudaOrbExtractor {
             );
         }
         let data = plan.descriptors.host.as_slice()[..total * 32].to_vec();
-        self.last_matches = if self.train.is_some() {
+        self.last_matches = if self.fused.train().is_some() {
             let m = words(plan.matches.host.as_slice());
             (0..total)
                 .map(|i| Knn2 {
@@ -962,6 +1121,18 @@ impl CudaOrbExtractor {
         } else {
             Vec::new()
         };
+        if let Fused::Consecutive {
+            previous_len,
+            config,
+            ..
+        } = &mut self.fused
+        {
+            // Hamming distances are reported as they are.
+            self.consecutive_matches = previous_len.map(|previous| {
+                accept_all(config, &self.last_matches, previous > 1, |raw| raw as f32)
+            });
+            *previous_len = Some(total);
+        }
         Ok(Features {
             width,
             height,
@@ -976,9 +1147,24 @@ impl CudaOrbExtractor {
 
 impl Extractor for CudaOrbExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
-        check_size(image)?;
-        self.run(image)?;
-        self.collect(image.width(), image.height())
+        self.extract_frame(&image.as_raw())
+    }
+
+    /// Uploads the frame as it arrived and converts it to grey on the GPU, bit for bit
+    /// as `GrayImage::from_raw` does on the CPU.
+    fn extract_frame(&mut self, frame: &RawFrame<'_>) -> Result<Features> {
+        let layout = FrameLayout::of(frame)?;
+        self.run(frame, layout)?;
+        self.collect(layout.width, layout.height)
+    }
+
+    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        self.match_consecutive(config)?;
+        Ok(config.is_some())
+    }
+
+    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
+        self.consecutive_matches.take()
     }
 
     fn backend_name(&self) -> &'static str {

@@ -9,17 +9,23 @@ use crate::types;
 /// Converts a `sensor_msgs/Image` to grey, rejecting frames of more than
 /// `max_pixels` pixels before converting anything.
 pub fn gray_from_image(image: &Image, max_pixels: u64) -> Result<GrayImage> {
-    gray_from_raw(
-        &RawFrame {
-            encoding: Encoding::parse(&image.encoding)?,
-            width: image.width as usize,
-            height: image.height as usize,
-            step: image.step as usize,
-            big_endian: image.is_bigendian != 0,
-            data: &image.data,
-        },
-        max_pixels,
-    )
+    GrayImage::from_raw(&raw_frame(image, max_pixels)?)
+}
+
+/// The pixels of a `sensor_msgs/Image`, checked as [`gray_from_image`] checks them
+/// (encoding, size, `step`, data length, `max_pixels`), for a backend to convert.
+pub fn raw_frame(image: &Image, max_pixels: u64) -> Result<RawFrame<'_>> {
+    let frame = RawFrame {
+        encoding: Encoding::parse(&image.encoding)?,
+        width: image.width as usize,
+        height: image.height as usize,
+        step: image.step as usize,
+        big_endian: image.is_bigendian != 0,
+        data: &image.data,
+    };
+    check_pixels(&frame, max_pixels)?;
+    frame.validate()?;
+    Ok(frame)
 }
 
 /// Decodes a `sensor_msgs/CompressedImage` (JPEG or PNG, as `image_transport`'s
@@ -45,6 +51,11 @@ pub fn gray_from_compressed(image: &CompressedImage, max_pixels: u64) -> Result<
 /// Converts camera pixels to grey, rejecting frames of more than `max_pixels`
 /// pixels before converting anything.
 pub fn gray_from_raw(frame: &RawFrame<'_>, max_pixels: u64) -> Result<GrayImage> {
+    check_pixels(frame, max_pixels)?;
+    GrayImage::from_raw(frame)
+}
+
+fn check_pixels(frame: &RawFrame<'_>, max_pixels: u64) -> Result<()> {
     let pixels = frame.width as u64 * frame.height as u64;
     if pixels > max_pixels {
         return Err(Error::Image(ImageError::Invalid(format!(
@@ -52,7 +63,7 @@ pub fn gray_from_raw(frame: &RawFrame<'_>, max_pixels: u64) -> Result<GrayImage>
             frame.width, frame.height
         ))));
     }
-    GrayImage::from_raw(frame)
+    Ok(())
 }
 
 /// The Features message for `features`, extracted by `algorithm` from the image of `header`.

@@ -10,7 +10,9 @@ mod orbsift;
 pub mod rcl_interfaces;
 mod standard;
 
-pub use convert::{features_message, gray_from_compressed, gray_from_image, gray_from_raw};
+pub use convert::{
+    features_message, gray_from_compressed, gray_from_image, gray_from_raw, raw_frame,
+};
 pub use orbsift::{Features, Matches};
 pub use standard::{
     CompressedImage, DiagnosticArray, DiagnosticStatus, Header, Image, KeyValue, Time,

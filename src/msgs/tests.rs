@@ -233,7 +233,7 @@ fn images_convert_to_grey_and_bad_ones_say_why() {
     let err = gray_from_image(&too_many, 100).unwrap_err().to_string();
     assert!(err.contains("max_image_pixels"), "{err}");
 
-    let unknown = image("yuv422", 2, 2, 4, vec![0; 8]);
+    let unknown = image("bayer_rggb8", 2, 2, 2, vec![0; 4]);
     assert!(matches!(
         gray_from_image(&unknown, 100),
         Err(Error::Image(ImageError::UnsupportedEncoding(_)))

@@ -8,6 +8,7 @@
 
 #[cfg(feature = "camera")]
 mod camera;
+mod checked;
 #[cfg(not(feature = "camera"))]
 mod no_camera;
 mod parameters;
@@ -34,9 +35,9 @@ use crate::config::{Backend, MatchMode, NodeConfig};
 use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
-use crate::image::GrayImage;
 use crate::msgs::{self, DiagnosticArray, Header, Image};
 use crate::types::Match;
+use checked::CheckedPixels;
 use stats::{Identity, Stats};
 use stereo::{Extracted, StereoPairer};
 
@@ -82,6 +83,9 @@ pub struct Node {
     applied: u64,
     extractor: Box<dyn Extractor>,
     matcher: Box<dyn Matcher>,
+    /// Temporal matching runs in the extractor (on the GPU, beside the previous
+    /// frame's descriptors) rather than in `matcher`.
+    extractor_matches: bool,
     previous: Option<Extracted>,
     stereo: StereoPairer,
     stats: Stats,
@@ -105,19 +109,39 @@ impl Node {
         matcher: Box<dyn Matcher>,
     ) -> Self {
         let tolerance = config.matching.sync_tolerance;
-        Self {
+        let mut node = Self {
             name: name.to_string(),
             parameters: Arc::new(LiveParameters::new(name, config.clone())),
             applied: 0,
             config,
             extractor,
             matcher,
+            extractor_matches: false,
             previous: None,
             stereo: StereoPairer::new(tolerance),
             stats: Stats::default(),
             rejections: Throttle::new(Duration::from_secs(2)),
             failures: Throttle::new(Duration::from_secs(2)),
-        }
+        };
+        node.place_temporal_matching();
+        node
+    }
+
+    /// Temporal matching goes to the extractor where it can match consecutive frames
+    /// itself (the GPU keeps the previous frame's descriptors), else to the matcher.
+    fn place_temporal_matching(&mut self) {
+        let temporal = self.config.matching.mode == MatchMode::Temporal;
+        let wanted = temporal.then_some(&self.config.library.matching);
+        self.extractor_matches = match self.extractor.match_consecutive_frames(wanted) {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                self.failures.warn(&format!(
+                    "temporal matching in the extractor unavailable, using the matcher: {}",
+                    err.one_line()
+                ));
+                false
+            }
+        };
     }
 
     /// Processes the frames of `source` until it ends or `stop` is set, publishing
@@ -228,6 +252,7 @@ impl Node {
         self.stereo.set_tolerance(config.matching.sync_tolerance);
         log::info!("parameters changed: applied from this frame on");
         self.config = config;
+        self.place_temporal_matching();
     }
 
     /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.
@@ -245,13 +270,19 @@ impl Node {
             self.publish(published);
         }
         let max_pixels = self.config.library.max_image_pixels;
-        let gray = match pixels {
-            Pixels::Raw(image) => msgs::gray_from_image(&image, max_pixels),
-            Pixels::Compressed(image) => msgs::gray_from_compressed(&image, max_pixels),
-            Pixels::Gray(gray) => Ok(gray),
+        // Raw frames go to the extractor as they are (a GPU converts them itself);
+        // only their fields are checked here.
+        let checked = match pixels {
+            Pixels::Raw(image) => msgs::raw_frame(&image, max_pixels)
+                .map(|_| ())
+                .map(|()| CheckedPixels::Raw(image)),
+            Pixels::Compressed(image) => {
+                msgs::gray_from_compressed(&image, max_pixels).map(CheckedPixels::Gray)
+            }
+            Pixels::Gray(gray) => Ok(CheckedPixels::Gray(gray)),
         };
-        match gray {
-            Ok(gray) => self.handle_gray(camera, header, gray, received, outputs),
+        match checked {
+            Ok(pixels) => self.handle_checked(camera, header, pixels, received, outputs),
             Err(reason) => {
                 let reason = reason.one_line();
                 let stamp = header.stamp;
@@ -271,17 +302,17 @@ impl Node {
         self.stats.rejected(count, reason);
     }
 
-    /// Extracts, publishes and matches one grey frame of `camera`, stamped by
-    /// `header` and received at `received` (the start of its latency).
-    fn handle_gray(
+    /// Extracts, publishes and matches one frame of `camera` whose pixels were
+    /// checked, stamped by `header` and received at `received` (the start of its latency).
+    fn handle_checked(
         &mut self,
         camera: Camera,
         header: Header,
-        gray: GrayImage,
+        pixels: CheckedPixels,
         received: Instant,
         outputs: &dyn Outputs,
     ) {
-        let features = match self.extractor.extract(&gray) {
+        let features = match pixels.extract(self.extractor.as_mut()) {
             Ok(features) => features,
             Err(err) => {
                 self.failures
@@ -298,17 +329,26 @@ impl Node {
 
         let current = Extracted {
             header,
-            image: gray,
+            pixels,
             features,
         };
         match (self.config.matching.mode, camera) {
             (MatchMode::None, _) => self.draw_keypoints(&current, outputs),
             (MatchMode::Temporal, _) => {
-                match self.previous.take() {
-                    Some(previous) => {
-                        self.match_and_publish(&current, &previous, "temporal", outputs)
+                let previous = self.previous.take();
+                let matched = if self.extractor_matches {
+                    self.extractor.matches_with_previous().map(Ok)
+                } else {
+                    previous.as_ref().map(|previous| {
+                        self.matcher
+                            .match_features(&current.features, &previous.features)
+                    })
+                };
+                match (matched, &previous) {
+                    (Some(matches), Some(previous)) => {
+                        self.publish_matches(&current, previous, "temporal", matches, outputs)
                     }
-                    None => self.draw_keypoints(&current, outputs),
+                    _ => self.draw_keypoints(&current, outputs),
                 }
                 self.previous = Some(current);
             }
@@ -319,37 +359,43 @@ impl Node {
                     self.stereo.offer_left(current)
                 };
                 if let Some((left, right)) = pair {
-                    self.match_and_publish(&left, &right, "stereo", outputs);
+                    let matches = self.matcher.match_features(&left.features, &right.features);
+                    self.publish_matches(&left, &right, "stereo", matches, outputs);
                 }
             }
         }
     }
 
-    fn match_and_publish(
+    /// Publishes the matches of `query` against `train` (and their debug image), or
+    /// counts the failure that kept them from being made.
+    fn publish_matches(
         &mut self,
         query: &Extracted,
         train: &Extracted,
         mode: &str,
+        matches: Result<Vec<Match>>,
         outputs: &dyn Outputs,
     ) {
-        match self
-            .matcher
-            .match_features(&query.features, &train.features)
-        {
+        match matches {
             Ok(matches) => {
                 self.stats.matched(matches.len());
                 let message = matches_message(&query.header, &train.header, mode, &matches);
                 self.publish(outputs.publish_matches(message));
                 if outputs.wants_debug_image() {
-                    let picture = draw::draw_matches(
-                        &query.image,
-                        &query.features.keypoints,
-                        &train.image,
-                        &train.features.keypoints,
-                        &matches,
-                    );
-                    let message = rgb_message(query.header.clone(), picture);
-                    self.publish(outputs.publish_debug_image(message));
+                    let pictures = query.pixels.gray().and_then(|query_gray| {
+                        let train_gray = train.pixels.gray()?;
+                        Ok(draw::draw_matches(
+                            &query_gray,
+                            &query.features.keypoints,
+                            &train_gray,
+                            &train.features.keypoints,
+                            &matches,
+                        ))
+                    });
+                    let published = pictures.and_then(|picture| {
+                        outputs.publish_debug_image(rgb_message(query.header.clone(), picture))
+                    });
+                    self.publish(published);
                 }
             }
             Err(err) => {
@@ -363,9 +409,11 @@ impl Node {
     /// The debug image of a frame that has nothing to be matched with yet.
     fn draw_keypoints(&mut self, frame: &Extracted, outputs: &dyn Outputs) {
         if outputs.wants_debug_image() {
-            let picture = draw::draw_keypoints(&frame.image, &frame.features.keypoints);
-            let message = rgb_message(frame.header.clone(), picture);
-            self.publish(outputs.publish_debug_image(message));
+            let published = frame.pixels.gray().and_then(|gray| {
+                let picture = draw::draw_keypoints(&gray, &frame.features.keypoints);
+                outputs.publish_debug_image(rgb_message(frame.header.clone(), picture))
+            });
+            self.publish(published);
         }
     }
 

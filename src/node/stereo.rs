@@ -1,13 +1,14 @@
 //! Pairs left and right features by stamp.
 
-use crate::image::GrayImage;
+use super::checked::CheckedPixels;
 use crate::msgs::Header;
 use crate::types::Features;
 
 /// A frame, kept with what was extracted from it for matching and drawing.
 pub struct Extracted {
     pub header: Header,
-    pub image: GrayImage,
+    /// As it arrived (grey, or a raw message converted only if a picture is drawn).
+    pub pixels: CheckedPixels,
     pub features: Features,
 }
 

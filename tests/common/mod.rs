@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 pub mod confinement;
+pub mod encoded;
 pub mod frames;
 pub mod invariance;
 pub mod node_report;
 pub mod peer;
+pub mod recorder;
 pub mod ros;

@@ -246,7 +246,7 @@ def scenario_frames(peer, frames, args):
         peer.send_and_wait(image_message(sec, small))
 
     m = image_message(0, small)
-    m.encoding = "yuv422"
+    m.encoding = "bayer_rggb8"
     bad("unknown_encoding", m)
     m = image_message(0, small)
     m.step = m.width - 1

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaEvent, CudaStream};
 
-use super::{check_size, CudaOrbExtractor, FrameInput};
-use crate::cuda::memory::Staged;
+use super::{copy_frame, CudaOrbExtractor};
+use crate::cuda::gray::FrameLayout;
 use crate::error::{Error, ImageError, Result};
 use crate::image::GrayImage;
 use crate::types::Features;
@@ -93,14 +93,14 @@ impl CudaOrbPipeline {
     /// Queues `image` and returns the features of the frame pushed before it (`None`
     /// for the first frame after `new` or [`finish`](Self::finish)).
     pub fn push(&mut self, image: &GrayImage) -> Result<Option<Features>> {
-        check_size(image)?;
+        let layout = FrameLayout::of(&image.as_raw())?;
         let (width, height) = (image.width(), image.height());
         let step = next_step(self.in_flight, width, height);
         let mut previous = None;
         if step.collect_first {
             previous = self.collect_in_flight()?;
         }
-        self.stage(image, step.slot)?;
+        self.stage(image, layout, step.slot)?;
         if !step.collect_first {
             previous = self.collect_in_flight()?;
         }
@@ -126,28 +126,15 @@ impl CudaOrbPipeline {
 
     /// Copies `image` into input `slot` (allocated on first use) and queues its
     /// upload on the copy stream, then records `uploaded` there.
-    fn stage(&mut self, image: &GrayImage, slot: usize) -> Result<()> {
+    fn stage(&mut self, image: &GrayImage, layout: FrameLayout, slot: usize) -> Result<()> {
         let extractor = &mut self.extractor;
         extractor.gpu.ctx.bind_to_thread()?;
-        extractor.prepare(image.width(), image.height())?;
+        extractor.prepare(layout.width, layout.height)?;
         let plan = extractor.plan.as_mut().ok_or_else(|| {
             Error::Image(ImageError::Invalid("no plan for the frame's size".into()))
         })?;
-        while plan.inputs.len() <= slot {
-            plan.inputs.push(FrameInput {
-                frame: Staged::new(&extractor.gpu.ctx, image.data().len(), extractor.unified)?,
-                graph: None,
-            });
-        }
-        let input = plan
-            .inputs
-            .get_mut(slot)
-            .ok_or_else(|| Error::Image(ImageError::Invalid(format!("no input slot {slot}"))))?;
-        input
-            .frame
-            .host
-            .as_mut_slice()
-            .copy_from_slice(image.data());
+        let input = plan.input(&extractor.gpu, slot, layout, extractor.unified)?;
+        copy_frame(input, &image.as_raw());
         input.frame.upload_async(&self.copy_stream)?;
         self.uploaded.record(&self.copy_stream)?;
         Ok(())

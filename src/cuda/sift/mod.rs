@@ -7,6 +7,7 @@
 //! many keypoints came out. In unified memory (Jetson) that is one synchronisation;
 //! with device memory a second one follows the downloads sized by that count.
 
+mod consecutive;
 mod launch;
 mod plan;
 mod shapes;
@@ -14,14 +15,17 @@ mod shapes;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaGraph};
 
-use crate::config::{MemoryMode, SiftConfig};
+use crate::config::{MatchConfig, MemoryMode, SiftConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
+use crate::cuda::gray::check_gpu_size;
 use crate::cuda::orb::FrameTiming;
-use crate::error::{CudaError, Error, ImageError, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
-use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
+
+use consecutive::Consecutive;
 
 use plan::{Plan, Taps, DESCRIPTOR_BYTES, SUMMARY_WORDS};
 use shapes::Kernels;
@@ -50,6 +54,9 @@ pub struct CudaSiftExtractor {
     events: [CudaEvent; 3],
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
     branch: Branch,
+    /// Matching each frame against the previous one on the GPU, when asked.
+    consecutive: Option<Consecutive>,
+    consecutive_matches: Option<Vec<Match>>,
 }
 
 impl CudaSiftExtractor {
@@ -82,6 +89,8 @@ impl CudaSiftExtractor {
             plan: None,
             graph: None,
             last_timing: FrameTiming::default(),
+            consecutive: None,
+            consecutive_matches: None,
         })
     }
 
@@ -270,15 +279,25 @@ impl CudaSiftExtractor {
 
 impl Extractor for CudaSiftExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
-        if image.width() > 0xffff || image.height() > 0xffff {
-            return Err(Error::Image(ImageError::Invalid(format!(
-                "{}x{} is larger than the CUDA backend's 65535 pixels a side",
-                image.width(),
-                image.height()
-            ))));
-        }
+        check_gpu_size(image.width(), image.height())?;
         let summary = self.run(image)?;
-        Ok(self.collect(summary[0] as usize, image.width(), image.height()))
+        let features = self.collect(summary[0] as usize, image.width(), image.height());
+        if let (Some(consecutive), Some(plan)) = (self.consecutive.as_mut(), self.plan.as_ref()) {
+            self.consecutive_matches = consecutive.next(plan.descriptors.ptr, features.len())?;
+        }
+        Ok(features)
+    }
+
+    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        self.consecutive_matches = None;
+        self.consecutive = config
+            .map(|config| Consecutive::new(self.gpu.device().clone(), config))
+            .transpose()?;
+        Ok(config.is_some())
+    }
+
+    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
+        self.consecutive_matches.take()
     }
 
     fn backend_name(&self) -> &'static str {

@@ -1,0 +1,134 @@
+//! The first kernel of a frame: camera pixels, uploaded as they arrived, to 8-bit grey
+//! on the GPU (kernels/image/gray.cu), by the rule `Encoding::layout` gives the CPU.
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+
+use crate::cuda::gpu::Gpu;
+use crate::error::{Error, ImageError, Result};
+use crate::image::{Encoding, GrayRule, PixelLayout, RawFrame};
+
+const THREADS: u32 = 256;
+
+/// Keypoint positions are packed as 16-bit x and y on the GPU.
+pub fn check_gpu_size(width: usize, height: usize) -> Result<()> {
+    if width > 0xffff || height > 0xffff {
+        return Err(Error::Image(ImageError::Invalid(format!(
+            "{width}x{height} is larger than the CUDA backend's 65535 pixels a side"
+        ))));
+    }
+    Ok(())
+}
+
+/// How a frame's bytes sit in its upload buffer: everything the kernel needs to find
+/// each pixel's grey value, and what a buffer for such frames must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub encoding: Encoding,
+    pub big_endian: bool,
+    pub width: usize,
+    pub height: usize,
+    pub step: usize,
+}
+
+impl FrameLayout {
+    /// The layout of `frame`, once it is known to hold all its rows.
+    pub fn of(frame: &RawFrame<'_>) -> Result<Self> {
+        frame.validate()?;
+        check_gpu_size(frame.width, frame.height)?;
+        let layout = Self {
+            encoding: frame.encoding,
+            big_endian: frame.big_endian,
+            width: frame.width,
+            height: frame.height,
+            step: frame.step,
+        };
+        // The kernel indexes rows with i32 steps.
+        i32::try_from(frame.step).map_err(|_| {
+            Error::Image(ImageError::Invalid(format!(
+                "step {} is too large for the GPU",
+                frame.step
+            )))
+        })?;
+        Ok(layout)
+    }
+
+    /// The bytes of a frame that hold its grey values: its rows up to the last pixel.
+    /// The chroma plane of planar encodings is never uploaded.
+    pub fn upload_bytes(&self) -> usize {
+        let row = self.width * self.encoding.bytes_per_pixel();
+        self.step * (self.height - 1) + row
+    }
+}
+
+/// The conversion kernel, looked up once, and the blocks that keep the GPU's SMs busy.
+pub struct GrayKernel {
+    function: CudaFunction,
+    blocks: u32,
+}
+
+impl GrayKernel {
+    pub fn load(gpu: &Gpu) -> Result<Self> {
+        let function = gpu.function("image_gray", "image_to_gray")?;
+        let blocks = gpu.persistent_blocks(&function, THREADS)?;
+        Ok(Self { function, blocks })
+    }
+
+    /// Queues the conversion of the frame at `frame` (laid out as `layout`) into the
+    /// packed grey image at `gray`, on `stream`.
+    ///
+    /// # Safety
+    /// `frame` must hold `layout.upload_bytes()` bytes and `gray` width x height bytes,
+    /// both alive until the stream has run the kernel.
+    pub unsafe fn enqueue(
+        &self,
+        stream: &CudaStream,
+        layout: &FrameLayout,
+        frame: CUdeviceptr,
+        gray: CUdeviceptr,
+    ) -> Result<()> {
+        let PixelLayout {
+            bytes_per_pixel,
+            rule,
+        } = layout.encoding.layout(layout.big_endian);
+        let (kind, first, green, blue) = match rule {
+            GrayRule::Byte(offset) => (0, offset, 0, 0),
+            GrayRule::Luma { red, green, blue } => (1, red, green, blue),
+        };
+        let pixels = (layout.width * layout.height) as u64;
+        let needed = u32::try_from(pixels.div_ceil(u64::from(THREADS))).unwrap_or(u32::MAX);
+        let config = LaunchConfig {
+            grid_dim: (needed.clamp(1, self.blocks.max(1)), 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let ints = [
+            layout.width as i32,
+            layout.height as i32,
+            layout.step as i32,
+            bytes_per_pixel as i32,
+            kind,
+            first as i32,
+            green as i32,
+            blue as i32,
+        ];
+        // SAFETY: the arguments match `image_to_gray` in kernels/image/gray.cu in order
+        // and type; the caller guarantees both buffers' sizes and lifetimes.
+        unsafe {
+            stream
+                .launch_builder(&self.function)
+                .arg(&frame)
+                .arg(&ints[0])
+                .arg(&ints[1])
+                .arg(&ints[2])
+                .arg(&ints[3])
+                .arg(&ints[4])
+                .arg(&ints[5])
+                .arg(&ints[6])
+                .arg(&ints[7])
+                .arg(&gray)
+                .launch(config)
+        }?;
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! The node on the CUDA backend against the node on the CPU backend: frames in every
+//! camera encoding converted on the GPU bit for bit, the same Features and Matches on
+//! real sequences with temporal matching on the GPU (ORB) in both memory modes, and no
+//! GPU allocation per frame once running. GPU tests, run by scripts/gpu-check.sh.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use orbsift::config::{MatchMode, MemoryMode};
+use orbsift::config::{NodeConfig, NodeMatchConfig};
+use orbsift::cpu::orb::OrbExtractor;
+use orbsift::cuda::CudaOrbExtractor;
+use orbsift::image::RawFrame;
+use orbsift::msgs::{Header, Image, Time};
+use orbsift::node::{Camera, Frame, Node};
+use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, OrbConfig};
+
+use common::encoded::opencv_frames;
+use common::frames::{load, resized};
+use common::recorder::Recorder;
+
+fn image_message(sec: i32, raw: &RawFrame<'_>) -> Image {
+    Image {
+        header: Header {
+            stamp: Time { sec, nanosec: 0 },
+            frame_id: "camera".into(),
+        },
+        height: raw.height as u32,
+        width: raw.width as u32,
+        encoding: raw.encoding.name().into(),
+        is_bigendian: 0,
+        step: raw.step as u32,
+        data: raw.data.to_vec(),
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn every_camera_encoding_is_converted_on_the_gpu_bit_for_bit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let mut gpu = CudaOrbExtractor::new(OrbConfig::default(), memory, None).expect("GPU");
+        let mut cpu = OrbExtractor::new(OrbConfig::default()).expect("config");
+        for photo in ["graf1.png", "rubberwhale1.png"] {
+            for frame in opencv_frames(photo, dir.path()) {
+                let what = format!("{photo} {} ({memory:?})", frame.name);
+                let raw = frame.raw();
+                let features = gpu
+                    .extract_frame(&raw)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let converted = &gpu.stage_images().expect("stages")[0].image;
+                let reference = GrayImage::from_raw(&raw).expect("CPU conversion");
+                assert!(
+                    converted == reference.data(),
+                    "{what}: the GPU's grey differs"
+                );
+                let expected = cpu.extract(&reference).expect("CPU extraction");
+                assert_eq!(features.keypoints, expected.keypoints, "{what}");
+                assert_eq!(features.descriptors, expected.descriptors, "{what}");
+            }
+        }
+    }
+}
+
+/// Real consecutive frames: two Middlebury sequences and the graffiti pair, at 1080p.
+fn sequence() -> Vec<GrayImage> {
+    [
+        "basketball1.png",
+        "basketball2.png",
+        "rubberwhale1.png",
+        "rubberwhale2.png",
+        "graf1.png",
+        "graf3.png",
+    ]
+    .iter()
+    .map(|name| resized(&load(name), (1920, 1080)))
+    .collect()
+}
+
+fn node_on(backend: Backend, memory: MemoryMode, mode: MatchMode) -> Node {
+    let config = NodeConfig {
+        library: Config {
+            backend,
+            algorithm: Algorithm::Orb,
+            memory,
+            ..Config::default()
+        },
+        matching: NodeMatchConfig {
+            mode,
+            ..NodeMatchConfig::default()
+        },
+        ..NodeConfig::default()
+    };
+    let mut node = Node::new("test", config).expect("node");
+    let report = node.diagnostics(0, None);
+    let expected = if backend == Backend::Cuda {
+        "cuda"
+    } else {
+        "cpu"
+    };
+    assert_eq!(
+        report.value("backend"),
+        Some(expected),
+        "the node runs the backend asked for"
+    );
+    node
+}
+
+/// Feeds `frames` to `node` as mono8 (odd) and bgr8 (even) messages, one second apart.
+fn run(node: &mut Node, frames: &[GrayImage]) -> Recorder {
+    let outputs = Recorder::default();
+    for (i, gray) in frames.iter().enumerate() {
+        let bgr: Vec<u8> = gray.data().iter().flat_map(|&v| [v, v, v]).collect();
+        let raw = if i % 2 == 0 {
+            RawFrame {
+                encoding: orbsift::image::Encoding::Bgr8,
+                width: gray.width(),
+                height: gray.height(),
+                step: gray.width() * 3,
+                big_endian: false,
+                data: &bgr,
+            }
+        } else {
+            gray.as_raw()
+        };
+        node.handle(
+            Frame::from_image(Camera::Mono, image_message(i as i32, &raw)),
+            &outputs,
+        );
+    }
+    outputs
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches() {
+    let frames = sequence();
+    let expected = run(
+        &mut node_on(Backend::Cpu, MemoryMode::Auto, MatchMode::Temporal),
+        &frames,
+    );
+    assert_eq!(expected.features.borrow().len(), frames.len());
+    assert_eq!(expected.matches.borrow().len(), frames.len() - 1);
+    assert!(
+        expected
+            .matches
+            .borrow()
+            .iter()
+            .all(|m| !m.query_idx.is_empty()),
+        "every consecutive pair has matches"
+    );
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let got = run(
+            &mut node_on(Backend::Cuda, memory, MatchMode::Temporal),
+            &frames,
+        );
+        assert!(
+            *got.features.borrow() == *expected.features.borrow(),
+            "{memory:?}: Features differ from the CPU node's"
+        );
+        assert!(
+            *got.matches.borrow() == *expected.matches.borrow(),
+            "{memory:?}: temporal Matches differ from the CPU node's"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn a_running_node_allocates_no_gpu_memory_per_frame() {
+    let frames = sequence();
+    for mode in [MatchMode::Temporal, MatchMode::Stereo] {
+        let mut node = node_on(Backend::Cuda, MemoryMode::Auto, mode);
+        let outputs = Recorder::default();
+        let mut feed = |count: usize, outputs: &Recorder| {
+            for i in 0..count {
+                let gray = &frames[i % frames.len()];
+                // Stereo: left and right of one stamp; temporal: one camera.
+                let camera = match (mode, i % 2) {
+                    (MatchMode::Stereo, 0) => Camera::Left,
+                    (MatchMode::Stereo, _) => Camera::Right,
+                    _ => Camera::Mono,
+                };
+                let message = image_message((i / 2) as i32, &gray.as_raw());
+                node.handle(Frame::from_image(camera, message), outputs);
+            }
+        };
+        // Every frame size, encoding and set size once: the buffers grow to their steady sizes.
+        feed(2 * frames.len(), &outputs);
+        let before = orbsift::cuda::allocations();
+        feed(100, &outputs);
+        assert_eq!(
+            orbsift::cuda::allocations() - before,
+            0,
+            "{mode:?}: GPU or pinned buffers allocated while running"
+        );
+        assert!(
+            outputs.matches.borrow().len() >= 50,
+            "{mode:?}: the frames were matched"
+        );
+    }
+}

@@ -85,20 +85,20 @@ impl Case {
     }
 
     fn config(&self) -> NodeConfig {
-        let mut config = NodeConfig {
-            library: Config {
-                backend: self.backend,
-                algorithm: self.algorithm,
-                ..Config::default()
-            },
+        let mut library = Config {
+            backend: self.backend,
+            algorithm: self.algorithm,
+            ..Config::default()
+        };
+        library.sift.upscale = false;
+        NodeConfig {
+            library,
             matching: NodeMatchConfig {
                 mode: self.matching,
                 ..NodeMatchConfig::default()
             },
             ..NodeConfig::default()
-        };
-        config.library.sift.upscale = false;
-        config
+        }
     }
 }
 
@@ -155,9 +155,7 @@ fn confined_backends(
 
 #[cfg(not(feature = "cuda"))]
 fn confined_backends(_: &Config, _: u32) -> Result<(Box<dyn Extractor>, Box<dyn Matcher>)> {
-    Err(orbsift::Error::Cuda(orbsift::CudaError::Unavailable(
-        "built without the `cuda` feature".into(),
-    )))
+    Err(orbsift::error::CudaError::Unavailable("built without the `cuda` feature".into()).into())
 }
 
 /// Times the node's whole path for `case`, from a fresh copy of the frame each time.

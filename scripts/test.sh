@@ -21,6 +21,8 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo build --no-default-features --features cli --bin orbsift
 cargo test --all-targets
+# CPU SIFT's peak memory at the largest frame max_image_pixels allows (about 2 minutes).
+cargo test --test sift_memory -- --ignored
 cargo test --doc
 # The README's library example runs and finds matches on the graffiti pair.
 cargo run --quiet --example match_pair -- tests/data/graf1.png tests/data/graf3.png |

@@ -6,8 +6,7 @@
 
 mod common;
 
-use orbsift::config::{MatchMode, MemoryMode};
-use orbsift::config::{NodeConfig, NodeMatchConfig};
+use orbsift::config::{MatchMode, MemoryMode, NodeConfig, NodeMatchConfig};
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::image::RawFrame;
@@ -15,7 +14,7 @@ use orbsift::msgs::{Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node};
 use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, OrbConfig};
 
-use common::encoded::opencv_frames;
+use common::encoded::frames_from;
 use common::frames::{load, resized};
 use common::recorder::Recorder;
 
@@ -37,12 +36,11 @@ fn image_message(sec: i32, raw: &RawFrame<'_>) -> Image {
 #[test]
 #[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
 fn every_camera_encoding_is_converted_on_the_gpu_bit_for_bit() {
-    let dir = tempfile::tempdir().expect("temp dir");
     for memory in [MemoryMode::Device, MemoryMode::Unified] {
         let mut gpu = CudaOrbExtractor::new(OrbConfig::default(), memory, None).expect("GPU");
         let mut cpu = OrbExtractor::new(OrbConfig::default()).expect("config");
         for photo in ["graf1.png", "rubberwhale1.png"] {
-            for frame in opencv_frames(photo, dir.path()) {
+            for frame in frames_from(photo) {
                 let what = format!("{photo} {} ({memory:?})", frame.name);
                 let raw = frame.raw();
                 let features = gpu

@@ -23,12 +23,12 @@ fn every_encoding_gives_opencvs_grey_bit_for_bit() {
             let differing = gray
                 .data()
                 .iter()
-                .zip(frame.opencv_gray.data())
+                .zip(frame.expected_gray.data())
                 .filter(|(a, b)| a != b)
                 .count();
             assert_eq!(
                 (gray.width(), gray.height(), differing),
-                (frame.opencv_gray.width(), frame.opencv_gray.height(), 0),
+                (frame.expected_gray.width(), frame.expected_gray.height(), 0),
                 "{photo} {}: size and pixels differing from OpenCV",
                 frame.name
             );

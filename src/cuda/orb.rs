@@ -8,7 +8,7 @@
 //! arc table, Gaussian taps, umax, pattern, quotas) come from [`crate::spec`], the
 //! builders the CPU reference uses too, uploaded as they are.
 
-use std::mem::size_of;
+use std::mem::{size_of, size_of_val};
 
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{CudaEvent, CudaFunction, CudaGraph, CudaStream, LaunchConfig, PushKernelArg};
@@ -158,6 +158,142 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
 fn to_i32(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value)
         .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
+}
+
+/// The level tables of a `width` x `height` frame and the sizes they give the buffers.
+struct PlanTables {
+    geometry: Vec<LevelGeometry>,
+    levels: Vec<OrbLevel>,
+    taps: Vec<ResizeTap>,
+    quotas: Vec<i32>,
+    /// Pixels of all levels (one byte each).
+    pyramid_bytes: usize,
+    /// Grid cells and candidate slots of all levels.
+    cells: usize,
+    slots: usize,
+    /// Words of the corner bitmap.
+    corner_words: usize,
+}
+
+impl PlanTables {
+    fn new(c: &OrbConfig, width: usize, height: usize) -> Result<Self> {
+        let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
+        let quotas: Vec<i32> = level_quotas(c.n_features, c.n_levels, c.scale_factor)
+            .into_iter()
+            .map(|q| to_i32(q, "quota"))
+            .collect::<Result<_>>()?;
+        let edge = c.edge_threshold as usize;
+        let mut levels = Vec::with_capacity(geometry.len());
+        let mut taps = Vec::new();
+        let (mut offset, mut cells, mut slots, mut corner_words) = (0usize, 0usize, 0usize, 0usize);
+        for (l, g) in geometry.iter().enumerate() {
+            let mut level = OrbLevel {
+                width: to_i32(g.width, "width")?,
+                height: to_i32(g.height, "height")?,
+                offset: to_i32(offset, "pyramid size")?,
+                edge: to_i32(edge, "edge")?,
+                cell_w: 1,
+                cell_h: 1,
+                cell_offset: to_i32(cells, "cells")?,
+                cand_offset: to_i32(slots, "candidates")?,
+                corner_words: to_i32(corner_words, "corner bitmap")?,
+                ..OrbLevel::default()
+            };
+            if l > 0 {
+                let previous = geometry[l - 1];
+                level.taps_x = to_i32(taps.len(), "taps")?;
+                let xs = resize_taps(previous.width, g.width);
+                taps.extend(
+                    xs.first
+                        .iter()
+                        .zip(&xs.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
+                level.taps_y = to_i32(taps.len(), "taps")?;
+                let ys = resize_taps(previous.height, g.height);
+                taps.extend(
+                    ys.first
+                        .iter()
+                        .zip(&ys.second_weight)
+                        .map(|(&s, &w)| ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }),
+                );
+            }
+            if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
+                let grid = Grid::new(area, c.grid_cell_size as usize);
+                level.n_cols = to_i32(grid.n_cols, "cells")?;
+                level.n_rows = to_i32(grid.n_rows, "cells")?;
+                level.cell_w = to_i32(grid.cell_width, "cell")?;
+                level.cell_h = to_i32(grid.cell_height, "cell")?;
+                // Strict 3x3 NMS keeps at most one pixel of each 2x2 block.
+                let capacity = area.width().div_ceil(2) * area.height().div_ceil(2);
+                level.cand_capacity = to_i32(capacity, "candidates")?;
+                cells += grid.n_cells();
+                slots += capacity;
+            }
+            offset += g.width * g.height;
+            // corner_row_words in kernels/common/levels.cuh.
+            corner_words += g.width.div_ceil(32) * g.height;
+            levels.push(level);
+        }
+        // The kernels index the packed pyramid with i32.
+        to_i32(offset, "pyramid size")?;
+        Ok(Self {
+            geometry,
+            levels,
+            taps,
+            quotas,
+            pyramid_bytes: offset,
+            cells,
+            slots,
+            corner_words,
+        })
+    }
+}
+
+/// What a plan allocates for a frame, in bytes (docs/memory.md): computed without a GPU
+/// from the same tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrbPlanBytes {
+    /// Pyramid, smoothed pyramid, FAST scores, corner bitmap, candidates, selection
+    /// records, counters, cells, the grid barrier and the tables (device).
+    pub device: usize,
+    /// Buffers that cross to the host (one frame slot, kept counts, outputs): in device
+    /// memory mode each is a device buffer and as much pinned host memory; in unified
+    /// mode, mapped pinned host memory only.
+    pub staged: usize,
+}
+
+impl OrbPlanBytes {
+    pub fn new(config: &OrbConfig, width: usize, height: usize) -> Result<Self> {
+        let t = PlanTables::new(config, width, height)?;
+        let n_levels = t.levels.len();
+        let (cells, slots) = (t.cells.max(1), t.slots.max(1));
+        let words = |n: usize| n * size_of::<u32>();
+        let capacity = config.n_features as usize;
+        Ok(Self {
+            device: size_of_val(t.levels.as_slice())
+                + size_of_val(t.taps.as_slice())
+                + size_of_val(t.quotas.as_slice())
+                + 2 * t.pyramid_bytes.next_multiple_of(4)
+                + t.pyramid_bytes
+                + words(t.corner_words.max(1))
+                + words(GRID_BARRIER_WORDS)
+                + words(n_levels + n_levels * SCORE_BINS)
+                + 2 * words(cells)
+                + slots * (4 + 4 + 8 + 1)
+                + slots * (8 + 4 + 4 + 4)
+                + words(n_levels),
+            staged: width * height
+                + words(n_levels + 1)
+                + capacity * (4 + 4 + 8 + 2 * 4 + DESCRIPTOR_WORDS * 4 + size_of::<Knn2>()),
+        })
+    }
 }
 
 /// Level tables and buffers for one image size.
@@ -547,75 +683,19 @@ impl CudaOrbExtractor {
     fn build_plan(&self, width: usize, height: usize) -> Result<Plan> {
         let c = &self.config;
         let ctx = &self.gpu.ctx;
-        let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
-        let quotas: Vec<i32> = level_quotas(c.n_features, c.n_levels, c.scale_factor)
-            .into_iter()
-            .map(|q| to_i32(q, "quota"))
-            .collect::<Result<_>>()?;
-        let edge = c.edge_threshold as usize;
-        let mut levels = Vec::with_capacity(geometry.len());
-        let mut taps = Vec::new();
-        let (mut offset, mut cells, mut slots, mut corner_words) = (0usize, 0usize, 0usize, 0usize);
-        for (l, g) in geometry.iter().enumerate() {
-            let mut level = OrbLevel {
-                width: to_i32(g.width, "width")?,
-                height: to_i32(g.height, "height")?,
-                offset: to_i32(offset, "pyramid size")?,
-                edge: to_i32(edge, "edge")?,
-                cell_w: 1,
-                cell_h: 1,
-                cell_offset: to_i32(cells, "cells")?,
-                cand_offset: to_i32(slots, "candidates")?,
-                corner_words: to_i32(corner_words, "corner bitmap")?,
-                ..OrbLevel::default()
-            };
-            if l > 0 {
-                let previous = geometry[l - 1];
-                level.taps_x = to_i32(taps.len(), "taps")?;
-                let xs = resize_taps(previous.width, g.width);
-                taps.extend(
-                    xs.first
-                        .iter()
-                        .zip(&xs.second_weight)
-                        .map(|(&s, &w)| ResizeTap {
-                            src: s as i32,
-                            w1: i32::from(w),
-                        }),
-                );
-                level.taps_y = to_i32(taps.len(), "taps")?;
-                let ys = resize_taps(previous.height, g.height);
-                taps.extend(
-                    ys.first
-                        .iter()
-                        .zip(&ys.second_weight)
-                        .map(|(&s, &w)| ResizeTap {
-                            src: s as i32,
-                            w1: i32::from(w),
-                        }),
-                );
-            }
-            if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
-                let grid = Grid::new(area, c.grid_cell_size as usize);
-                level.n_cols = to_i32(grid.n_cols, "cells")?;
-                level.n_rows = to_i32(grid.n_rows, "cells")?;
-                level.cell_w = to_i32(grid.cell_width, "cell")?;
-                level.cell_h = to_i32(grid.cell_height, "cell")?;
-                // Strict 3x3 NMS keeps at most one pixel of each 2x2 block.
-                let capacity = area.width().div_ceil(2) * area.height().div_ceil(2);
-                level.cand_capacity = to_i32(capacity, "candidates")?;
-                cells += grid.n_cells();
-                slots += capacity;
-            }
-            offset += g.width * g.height;
-            // corner_row_words in kernels/common/levels.cuh.
-            corner_words += g.width.div_ceil(32) * g.height;
-            levels.push(level);
-        }
+        let PlanTables {
+            geometry,
+            levels,
+            taps,
+            quotas,
+            pyramid_bytes: offset,
+            cells,
+            slots,
+            corner_words,
+        } = PlanTables::new(c, width, height)?;
         let unified = self.unified;
         let capacity = c.n_features as usize;
         let n_levels = levels.len();
-        // The kernels index the packed pyramid with i32.
-        to_i32(offset, "pyramid size")?;
         let total_cells = to_i32(cells, "cells")?;
         let cells = cells.max(1);
         let slots = slots.max(1);
@@ -1202,5 +1282,49 @@ mod tests {
         assert_eq!(record_groups(&levels, &[100, 100, 100]), 7 + 2);
         // No records at all still launches one block (it writes the kept counts).
         assert_eq!(record_groups(&[level(0)], &[100]), 1);
+    }
+
+    #[test]
+    fn plan_bytes_follow_the_documented_formula() {
+        for (width, height) in [(1920, 1080), (640, 480), (8192, 8192), (40, 30)] {
+            let config = OrbConfig::default();
+            let bytes = OrbPlanBytes::new(&config, width, height).unwrap();
+            let geometry = level_geometry(width, height, config.n_levels, config.scale_factor);
+            let n = geometry.len();
+            let pixels: usize = geometry.iter().map(|g| g.width * g.height).sum();
+            let corner_words: usize = geometry
+                .iter()
+                .map(|g| g.width.div_ceil(32) * g.height)
+                .sum();
+            let (mut slots, mut cells) = (0, 0);
+            for g in &geometry {
+                if let Some(area) =
+                    DetectionArea::new(g.width, g.height, config.edge_threshold as usize)
+                {
+                    slots += area.width().div_ceil(2) * area.height().div_ceil(2);
+                    cells += Grid::new(area, config.grid_cell_size as usize).n_cells();
+                }
+            }
+            let taps: usize = geometry[1..].iter().map(|g| g.width + g.height).sum();
+            let tables = n * size_of::<OrbLevel>() + 4 * n + size_of::<ResizeTap>() * taps;
+            let device = 3 * pixels + 4 * corner_words + 37 * slots + 4 * n * 257 + 8 * cells;
+            let case = format!("{width}x{height}");
+            // Rounding the pyramids up to words, the barrier and the level records add
+            // under 256 bytes beside the tables.
+            let fixed = bytes.device - device;
+            assert!(fixed >= tables && fixed < tables + 256, "{case}: {bytes:?}");
+            let outputs = config.n_features as usize;
+            assert_eq!(
+                bytes.staged,
+                width * height + 4 * (n + 1) + 68 * outputs,
+                "{case}"
+            );
+            // docs/memory.md's rule of thumb from 1080p up: 11 to 12.4 bytes a level pixel
+            // (12.4 less what the edges take from sum P_l / 4 candidate slots).
+            if width >= 1920 {
+                let per_pixel = bytes.device as f64 / pixels as f64;
+                assert!((11.0..12.4).contains(&per_pixel), "{case}: {per_pixel}");
+            }
+        }
     }
 }

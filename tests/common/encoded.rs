@@ -19,7 +19,8 @@ struct Record {
     gray: String,
 }
 
-/// One encoded frame: its `sensor_msgs/Image` fields and OpenCV's grey of it.
+/// One encoded frame: its `sensor_msgs/Image` fields and the grey it converts to
+/// (OpenCV's, for `opencv_frames`).
 pub struct EncodedFrame {
     pub name: String,
     pub encoding: Encoding,
@@ -27,7 +28,7 @@ pub struct EncodedFrame {
     pub height: usize,
     pub step: usize,
     pub data: Vec<u8>,
-    pub opencv_gray: GrayImage,
+    pub expected_gray: GrayImage,
 }
 
 impl EncodedFrame {
@@ -54,7 +55,7 @@ pub fn opencv_frames(photo: &str, dir: &Path) -> Vec<EncodedFrame> {
         .map(|r| EncodedFrame {
             encoding: Encoding::parse(&r.name).unwrap_or_else(|e| panic!("{}: {e}", r.name)),
             data: std::fs::read(&r.raw).unwrap_or_else(|e| panic!("{}: {e}", r.raw)),
-            opencv_gray: GrayImage::open(r.gray.as_ref())
+            expected_gray: GrayImage::open(r.gray.as_ref())
                 .unwrap_or_else(|e| panic!("{}: {e}", r.gray)),
             name: r.name,
             width: r.width,
@@ -62,4 +63,136 @@ pub fn opencv_frames(photo: &str, dir: &Path) -> Vec<EncodedFrame> {
             step: r.step,
         })
         .collect()
+}
+
+/// `photo` in every encoding, made here (no OpenCV needed: for machines without the
+/// test venv): colour orders from its RGB, YUV frames with its BT.601 luma as Y and
+/// chroma from its blue and red, packed rows padded by 8 bytes.
+pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
+    let rgb = image::open(test_data(photo))
+        .unwrap_or_else(|e| panic!("{photo}: {e}"))
+        .into_rgb8();
+    let (width, height) = (rgb.width() as usize, rgb.height() as usize);
+    let luma_image = GrayImage::from_raw(&RawFrame {
+        encoding: Encoding::Rgb8,
+        width,
+        height,
+        step: width * 3,
+        big_endian: false,
+        data: rgb.as_raw(),
+    })
+    .expect("grey of the photo");
+    let luma = luma_image.data();
+    let pixel = |x: usize, y: usize| rgb.get_pixel(x as u32, y as u32).0;
+    let padded = |row_bytes: usize, byte: &dyn Fn(usize, usize) -> u8| -> (Vec<u8>, usize) {
+        let step = row_bytes + 8;
+        let mut data = vec![0xEE; step * height];
+        for y in 0..height {
+            for i in 0..row_bytes {
+                data[y * step + i] = byte(i, y);
+            }
+        }
+        (data, step)
+    };
+    let planar = |chroma_rows: usize, chroma: &dyn Fn(usize, usize) -> u8| -> (Vec<u8>, usize) {
+        let mut data = luma.to_vec();
+        for y in 0..chroma_rows {
+            data.extend((0..width).map(|i| chroma(i, y)));
+        }
+        (data, width)
+    };
+    let u = |x: usize, y: usize| pixel(x, y)[2] / 2 + 64;
+    let v = |x: usize, y: usize| pixel(x, y)[0] / 2 + 64;
+    let y_of = |x: usize, y: usize| luma[y * width + x];
+    let mut frames = Vec::new();
+    let mut push = |encoding: Encoding, (data, step): (Vec<u8>, usize)| {
+        frames.push(EncodedFrame {
+            name: encoding.name().to_string(),
+            encoding,
+            width,
+            height,
+            step,
+            data,
+            expected_gray: luma_image.clone(),
+        })
+    };
+    push(
+        Encoding::Rgb8,
+        padded(3 * width, &|i, y| pixel(i / 3, y)[i % 3]),
+    );
+    push(
+        Encoding::Bgr8,
+        padded(3 * width, &|i, y| pixel(i / 3, y)[2 - i % 3]),
+    );
+    push(
+        Encoding::Rgba8,
+        padded(4 * width, &|i, y| {
+            if i % 4 == 3 {
+                255
+            } else {
+                pixel(i / 4, y)[i % 4]
+            }
+        }),
+    );
+    push(
+        Encoding::Bgra8,
+        padded(4 * width, &|i, y| {
+            if i % 4 == 3 {
+                0
+            } else {
+                pixel(i / 4, y)[2 - i % 4]
+            }
+        }),
+    );
+    // 4:2:2: U Y0 V Y1 and Y0 U Y1 V per pair of pixels.
+    push(
+        Encoding::Uyvy,
+        padded(2 * width, &|i, y| match i % 4 {
+            0 => u(i / 2, y),
+            2 => v(i / 2, y),
+            _ => y_of(i / 2, y),
+        }),
+    );
+    push(
+        Encoding::Yuyv,
+        padded(2 * width, &|i, y| match i % 4 {
+            1 => u(i / 2, y),
+            3 => v(i / 2, y),
+            _ => y_of(i / 2, y),
+        }),
+    );
+    let (half_rows, pair) = (height.div_ceil(2), |i: usize| i & !1);
+    push(
+        Encoding::Nv12,
+        planar(half_rows, &|i, y| {
+            if i % 2 == 0 {
+                u(pair(i), 2 * y)
+            } else {
+                v(pair(i), 2 * y)
+            }
+        }),
+    );
+    push(
+        Encoding::Nv21,
+        planar(half_rows, &|i, y| {
+            if i % 2 == 0 {
+                v(pair(i), 2 * y)
+            } else {
+                u(pair(i), 2 * y)
+            }
+        }),
+    );
+    // NV24: full-resolution chroma, rows of 2 x width bytes.
+    push(
+        Encoding::Nv24,
+        planar(2 * height, &|i, y| {
+            let (x, row) = ((y % 2) * width / 2 + i / 2, y / 2);
+            if i % 2 == 0 {
+                u(x, row)
+            } else {
+                v(x, row)
+            }
+        }),
+    );
+    frames
 }

@@ -177,7 +177,11 @@ def main():
         message.header.stamp.sec = sec
         bad_cases[name] = sec
         peer.writer.write(message)
-        time.sleep(0.3)
+        # Wait until the node counted it: a good frame sent while the bad one is still
+        # on its way would replace it (counted as dropped, not rejected).
+        peer.wait_for(lambda: peer.last_diagnostics is not None
+                      and diag_value(peer.last_diagnostics, "frames_rejected") == str(len(bad_cases)),
+                      10.0)
         sec += 1
         after_bad.append(sec)
         peer.send_and_wait(image_message(sec, small))

@@ -240,7 +240,9 @@ def scenario_frames(peer, frames, args):
         message.header.stamp.sec = sec
         bad_cases[name] = sec
         peer.writer.publish(message)
-        peer.wait_for(lambda: False, 0.3)
+        # Wait until the node counted it: a good frame sent while the bad one is still
+        # on its way would replace it (counted as dropped, not rejected).
+        peer.wait_for_rejected(len(bad_cases), timeout=10.0)
         sec += 1
         after_bad.append(sec)
         peer.send_and_wait(image_message(sec, small))

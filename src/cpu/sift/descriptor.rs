@@ -7,6 +7,8 @@
 //! keypoint's rotated y axis, orientation bins counter-clockwise (y up) from the
 //! keypoint's direction — OpenCV's layout, so descriptors compare with OpenCV's.
 
+use std::ops::Range;
+
 use super::fastmath::atan2_degrees;
 use super::pyramid::Plane;
 
@@ -19,6 +21,24 @@ const BIN_WIDTH_FACTOR: f32 = 3.0;
 const MAGNITUDE_CLAMP: f32 = 0.2;
 /// Scale of the final u8 quantisation.
 const QUANTISATION: f32 = 512.0;
+
+/// Half the side of the square window sampled for `scale` in a `width` x `height` image.
+fn window_radius(scale: f32, width: usize, height: usize) -> i64 {
+    let bin_width = BIN_WIDTH_FACTOR * scale;
+    let radius = (bin_width * std::f32::consts::SQRT_2 * (SPATIAL_BINS as f32 + 1.0) * 0.5)
+        .round_ties_even();
+    let diagonal = ((width * width + height * height) as f64).sqrt();
+    (radius as i64).min(diagonal as i64)
+}
+
+/// The rows of a `width` x `height` image that [`histogram`] reads at `y` for `scale`.
+pub fn rows_read(y: f32, scale: f32, width: usize, height: usize) -> Range<usize> {
+    let reach = window_radius(scale, width, height) + 1;
+    let centre = y.round_ties_even() as i64;
+    let first = (centre - reach).clamp(0, height as i64) as usize;
+    let end = (centre + reach + 1).clamp(0, height as i64) as usize;
+    first..end.max(first)
+}
 
 /// The unnormalised 128-bin histogram of the keypoint at sub-pixel (`x`, `y`) of `image`
 /// with blur `scale` (octave pixels) and OpenCV angle `angle` (degrees, clockwise on screen).
@@ -36,9 +56,7 @@ pub fn histogram(image: &Plane, x: f32, y: f32, angle: f32, scale: f32) -> [f32;
     };
     let (px, py) = (x.round_ties_even() as i64, y.round_ties_even() as i64);
     let bin_width = BIN_WIDTH_FACTOR * scale;
-    let radius = (bin_width * std::f32::consts::SQRT_2 * (D as f32 + 1.0) * 0.5).round_ties_even();
-    let diagonal = ((image.width * image.width + image.height * image.height) as f64).sqrt();
-    let radius = (radius as i64).min(diagonal as i64);
+    let radius = window_radius(scale, image.width, image.height);
     let cos_t = ori.to_radians().cos() / bin_width;
     let sin_t = ori.to_radians().sin() / bin_width;
     let exp_scale = -1.0 / (D as f32 * D as f32 * 0.5);
@@ -179,6 +197,7 @@ mod tests {
         Plane {
             width: size,
             height: size,
+            first_row: 0,
             data,
         }
     }
@@ -205,6 +224,7 @@ mod tests {
         let flat = Plane {
             width: 40,
             height: 40,
+            first_row: 0,
             data: vec![77.0; 1600],
         };
         let mut out = [1u8; LENGTH];

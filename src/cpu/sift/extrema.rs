@@ -1,5 +1,7 @@
 //! Scale-space extrema: DoG samples that beat all 26 neighbours, as OpenCV finds them.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::pyramid::Plane;
@@ -9,7 +11,8 @@ use super::pyramid::Plane;
 pub const IMAGE_BORDER: usize = 5;
 
 /// A DoG sample that is a local extremum, before refinement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Ordered as OpenCV visits them: by octave, layer, row, column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Candidate {
     pub octave: usize,
     /// DoG layer, `1..=n_layers`.
@@ -24,25 +27,26 @@ pub fn prefilter_threshold(contrast_threshold: f64, n_layers: usize) -> f32 {
     (0.5 * contrast_threshold / n_layers as f64 * 255.0).floor() as f32
 }
 
-/// Every candidate of every octave, in (octave, layer, row, col) order.
-pub fn find_candidates(dog: &[Vec<Plane>], n_layers: usize, threshold: f32) -> Vec<Candidate> {
-    let jobs: Vec<(usize, usize, usize)> = dog
-        .iter()
-        .enumerate()
-        .flat_map(|(o, layers)| {
-            let rows = layers[0].height;
-            (1..=n_layers).flat_map(move |layer| {
-                (IMAGE_BORDER..rows.saturating_sub(IMAGE_BORDER)).map(move |r| (o, layer, r))
-            })
-        })
+/// The candidates of octave `octave` on rows `rows` (clipped to the octave's interior),
+/// in (layer, row, col) order; `dog` holds the rows around them.
+pub fn find_candidates(
+    dog: &[Plane],
+    octave: usize,
+    n_layers: usize,
+    rows: Range<usize>,
+    threshold: f32,
+) -> Vec<Candidate> {
+    let height = dog[0].height;
+    let rows = rows.start.max(IMAGE_BORDER)..rows.end.min(height.saturating_sub(IMAGE_BORDER));
+    let jobs: Vec<(usize, usize)> = (1..=n_layers)
+        .flat_map(|layer| rows.clone().map(move |r| (layer, r)))
         .collect();
     jobs.par_iter()
-        .flat_map_iter(|&(octave, layer, row)| {
-            let planes = &dog[octave];
+        .flat_map_iter(|&(layer, row)| {
             row_candidates(
-                &planes[layer - 1],
-                &planes[layer],
-                &planes[layer + 1],
+                &dog[layer - 1],
+                &dog[layer],
+                &dog[layer + 1],
                 row,
                 threshold,
             )
@@ -115,6 +119,7 @@ mod tests {
             .map(|&v| Plane {
                 width: 16,
                 height: 16,
+                first_row: 0,
                 data: vec![v; 256],
             })
             .collect()
@@ -124,7 +129,7 @@ mod tests {
     fn a_single_peak_is_found_and_a_lower_neighbour_in_scale_removes_it() {
         let mut dog = planes([0.0, 0.0, 0.0]);
         dog[1].data[8 * 16 + 7] = 10.0;
-        let found = find_candidates(&[dog.clone()], 1, 2.0);
+        let found = find_candidates(&dog, 0, 1, 0..16, 2.0);
         assert_eq!(
             found,
             vec![Candidate {
@@ -136,7 +141,7 @@ mod tests {
         );
         // A larger value in the layer above (diagonal neighbour) makes it no extremum.
         dog[2].data[9 * 16 + 8] = 11.0;
-        assert!(find_candidates(&[dog], 1, 2.0).is_empty());
+        assert!(find_candidates(&dog, 0, 1, 0..16, 2.0).is_empty());
     }
 
     #[test]
@@ -144,7 +149,7 @@ mod tests {
         let mut dog = planes([0.0, 0.0, 0.0]);
         dog[1].data[6 * 16 + 6] = 2.0;
         dog[1].data[9 * 16 + 9] = -3.0;
-        let found = find_candidates(&[dog], 1, 2.0);
+        let found = find_candidates(&dog, 0, 1, 0..16, 2.0);
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].row, found[0].col), (9, 9));
     }

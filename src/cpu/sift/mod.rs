@@ -1,7 +1,9 @@
 //! Lowe's SIFT on the CPU with OpenCV's semantics (`cv::SIFT`, OpenCV 4.x), one stage
 //! per file: [`pyramid`] (Gaussian + DoG scale space), [`extrema`] (26-neighbour test),
 //! [`refine`] (quadratic fit, contrast and edge tests), [`orientation`] (36-bin
-//! histogram), [`descriptor`] (4x4x8 histogram, u8).
+//! histogram), [`descriptor`] (4x4x8 histogram, u8). The scale space is made and searched
+//! an octave and a band of rows at a time ([`pyramid::Octave::band`]), so that memory is
+//! bounded by the frame's width rather than its area; results do not depend on the bands.
 //!
 //! Output conventions (OpenCV's): positions in input pixels with pixel centres at
 //! integers; `size` = 2 x blur sigma in input pixels; `angle` in degrees `[0, 360)`,
@@ -18,9 +20,12 @@
 pub mod descriptor;
 pub mod extrema;
 pub mod fastmath;
+mod footprint;
 pub mod orientation;
 pub mod pyramid;
 pub mod refine;
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
@@ -30,8 +35,18 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
-use pyramid::{ScaleSpace, Upscale};
-use refine::RefineParams;
+use extrema::Candidate;
+use pyramid::{octave_count, Band, Octave, ScaleSpace, Upscale};
+use refine::{Extremum, RefineParams, Refinement};
+
+/// Pixels of an octave processed at once (rows of the octave's width, plus margins): the
+/// scale space held in memory grows with the frame's width, not its area (about 1.1 GB at
+/// 8192 x 8192 upscaled, docs/memory.md), while a 4K frame's upscaled octave still fits
+/// in one band.
+pub const BAND_PIXELS: usize = 1 << 24;
+
+/// Rows a refinement may wander from its band before it is finished in a band of its own.
+const REFINE_DRIFT_ROWS: usize = 4;
 
 /// A keypoint in the coordinates of the octave and Gaussian layer it was found in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,7 +62,41 @@ struct OctaveKeypoint {
     response: f32,
 }
 
-/// SIFT detection and description on the CPU (rayon over candidates and keypoints).
+/// A described keypoint and where it came from: the candidate and which of its
+/// orientations, so that ties sort as OpenCV's candidate order leaves them.
+struct Found {
+    origin: Candidate,
+    orientation: usize,
+    point: OctaveKeypoint,
+    descriptor: [u8; descriptor::LENGTH],
+}
+
+/// A candidate whose next stage needs rows its band does not hold.
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    Refining {
+        origin: Candidate,
+        at: Candidate,
+        steps: usize,
+    },
+    Describing {
+        origin: Candidate,
+        extremum: Extremum,
+    },
+}
+
+/// How an octave is cut into bands of rows.
+#[derive(Clone, Copy, Debug)]
+struct Banding {
+    /// Pixels of a band's own rows.
+    pixels: usize,
+    /// Rows held beyond them on each side (at least 1, the extrema test's reach); `None`:
+    /// [`SiftExtractor::margin_rows`], which few candidates leave.
+    margin: Option<usize>,
+}
+
+/// SIFT detection and description on the CPU, an octave and a band of rows at a time
+/// (rayon over rows and candidates).
 pub struct SiftExtractor {
     config: SiftConfig,
 }
@@ -58,74 +107,258 @@ impl SiftExtractor {
         Ok(Self { config })
     }
 
-    fn scale_space(&self, image: &GrayImage) -> ScaleSpace {
-        ScaleSpace::build(
-            image,
-            self.config.sigma,
-            self.config.n_octave_layers as usize,
-            Upscale::from_flags(self.config.upscale, self.config.precise_upscale),
-        )
+    fn upscale(&self) -> Upscale {
+        Upscale::from_flags(self.config.upscale, self.config.precise_upscale)
     }
 
-    fn detect(&self, space: &ScaleSpace) -> Vec<OctaveKeypoint> {
-        let n_layers = self.config.n_octave_layers as usize;
-        let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
-        let params = RefineParams {
-            n_layers,
+    fn n_layers(&self) -> usize {
+        self.config.n_octave_layers as usize
+    }
+
+    fn refine_params(&self) -> RefineParams {
+        RefineParams {
+            n_layers: self.n_layers(),
             contrast_threshold: self.config.contrast_threshold as f32,
             edge_threshold: self.config.edge_threshold as f32,
             sigma: self.config.sigma as f32,
-        };
-        let candidates = extrema::find_candidates(&space.dog, n_layers, threshold);
-        candidates
-            .par_iter()
-            .flat_map_iter(|&candidate| {
-                let refined = refine::refine(&space.dog[candidate.octave], candidate, &params);
-                refined.into_iter().flat_map(|e| {
-                    let layer = &space.gaussian[e.octave][e.layer];
-                    orientation::orientations(layer, e.col, e.row, e.scale)
-                        .into_iter()
-                        .map(move |angle| OctaveKeypoint {
-                            octave: e.octave,
-                            layer: e.layer,
-                            x: e.x,
-                            y: e.y,
-                            scale: e.scale,
-                            angle,
-                            response: e.response,
-                        })
-                })
-            })
-            .collect()
+        }
     }
 
-    fn describe(&self, space: &ScaleSpace, points: &[OctaveKeypoint]) -> Descriptors {
+    /// Rows a band of a `width` x `height` octave holds beyond its own on each side: what
+    /// a candidate on its edge reads to be refined (drifting a few rows), oriented and
+    /// described at the largest scale.
+    fn margin_rows(&self, width: usize, height: usize) -> usize {
+        let n = self.n_layers() as f32;
+        let largest_scale = self.config.sigma as f32 * 2f32.powf((n + 0.5) / n);
+        let window = descriptor::rows_read(0.0, largest_scale, width, height).end;
+        window + REFINE_DRIFT_ROWS
+    }
+
+    /// Rows of the Gaussian layer a refined extremum is oriented and described on.
+    fn rows_to_describe(e: &Extremum, height: usize, width: usize) -> Range<usize> {
+        let orientation = orientation::rows_read(e.row, e.scale, height);
+        let descriptor = descriptor::rows_read(e.y, e.scale, width, height);
+        orientation.start.min(descriptor.start)..orientation.end.max(descriptor.end)
+    }
+
+    fn rows_needed(pending: &Pending, octave: &Octave) -> Range<usize> {
+        match pending {
+            Pending::Refining { at, .. } => refine::rows_needed(at),
+            Pending::Describing { extremum, .. } => {
+                Self::rows_to_describe(extremum, octave.height, octave.width)
+            }
+        }
+    }
+
+    /// Takes `pending` as far as `band` allows: its keypoints, or what is left to do.
+    fn advance(&self, band: &Band, pending: Pending) -> std::result::Result<Vec<Found>, Pending> {
+        let (origin, extremum) = match pending {
+            Pending::Refining { origin, at, steps } => {
+                match refine::refine_from(&band.dog, at, steps, &self.refine_params()) {
+                    Refinement::Rejected => return Ok(Vec::new()),
+                    Refinement::Outside { at, steps } => {
+                        return Err(Pending::Refining { origin, at, steps })
+                    }
+                    Refinement::Kept(extremum) => (origin, extremum),
+                }
+            }
+            Pending::Describing { origin, extremum } => (origin, extremum),
+        };
+        let layer = &band.gaussian[extremum.layer];
+        if !layer.holds(&Self::rows_to_describe(
+            &extremum,
+            layer.height,
+            layer.width,
+        )) {
+            return Err(Pending::Describing { origin, extremum });
+        }
+        let angles = orientation::orientations(layer, extremum.col, extremum.row, extremum.scale);
+        Ok(angles
+            .into_iter()
+            .enumerate()
+            .map(|(orientation, angle)| {
+                let point = OctaveKeypoint {
+                    octave: extremum.octave,
+                    layer: extremum.layer,
+                    x: extremum.x,
+                    y: extremum.y,
+                    scale: extremum.scale,
+                    angle,
+                    response: extremum.response,
+                };
+                let mut descriptor = [0u8; descriptor::LENGTH];
+                self.describe_point(layer, &point, &mut descriptor);
+                Found {
+                    origin,
+                    orientation,
+                    point,
+                    descriptor,
+                }
+            })
+            .collect())
+    }
+
+    fn describe_point(&self, layer: &pyramid::Plane, p: &OctaveKeypoint, out: &mut [u8]) {
+        descriptor::describe(
+            layer,
+            p.x,
+            p.y,
+            p.angle,
+            p.scale,
+            self.config.root_sift,
+            out,
+        );
+    }
+
+    /// Advances every item of `work` on `band`, adding keypoints to `found` and returning
+    /// what needs other rows.
+    fn advance_all(&self, band: &Band, work: Vec<Pending>, found: &mut Vec<Found>) -> Vec<Pending> {
+        let outcomes: Vec<_> = work
+            .into_par_iter()
+            .map(|pending| self.advance(band, pending))
+            .collect();
+        let mut left = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                Ok(points) => found.extend(points),
+                Err(pending) => left.push(pending),
+            }
+        }
+        left
+    }
+
+    /// Every keypoint of `octave` (index `index`), described; fills `next_base`, layer 0
+    /// of the next octave, on the way.
+    fn octave_keypoints(
+        &self,
+        banding: Banding,
+        octave: &Octave,
+        index: usize,
+        mut next_base: Option<&mut pyramid::Plane>,
+        found: &mut Vec<Found>,
+    ) {
+        let n_layers = self.n_layers();
+        let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
+        let margin = banding
+            .margin
+            .unwrap_or_else(|| self.margin_rows(octave.width, octave.height));
+        let band_rows = (banding.pixels / octave.width.max(1)).max(1);
+        let mut left = Vec::new();
+        for start in (0..octave.height).step_by(band_rows) {
+            let core = start..(start + band_rows).min(octave.height);
+            let held = core.start.saturating_sub(margin)..(core.end + margin).min(octave.height);
+            let band = octave.band(held);
+            if let Some(base) = next_base.as_deref_mut() {
+                pyramid::downsample_rows_into(&band.gaussian[n_layers], core.clone(), base);
+            }
+            let candidates = extrema::find_candidates(&band.dog, index, n_layers, core, threshold);
+            let work = candidates
+                .into_iter()
+                .map(|c| Pending::Refining {
+                    origin: c,
+                    at: c,
+                    steps: 0,
+                })
+                .collect();
+            left.extend(self.advance_all(&band, work, found));
+        }
+        // Candidates that left their band: bands of their own, as few as their rows allow.
+        // Each round finishes them or moves each a refinement step on, so this ends.
+        while !left.is_empty() {
+            left.sort_by_key(|p| Self::rows_needed(p, octave).start);
+            let first = Self::rows_needed(&left[0], octave);
+            let end = (first.start + band_rows + 2 * margin)
+                .max(first.end)
+                .min(octave.height);
+            let split = left.partition_point(|p| Self::rows_needed(p, octave).start < end);
+            let (inside, rest): (Vec<_>, Vec<_>) = left
+                .drain(..split)
+                .partition(|p| Self::rows_needed(p, octave).end <= end);
+            left.extend(rest);
+            let band = octave.band(first.start..end);
+            left.extend(self.advance_all(&band, inside, found));
+        }
+    }
+
+    /// Keypoints and descriptors of `image`.
+    pub fn detect_and_describe(&self, image: &GrayImage) -> Features {
+        let banding = Banding {
+            pixels: BAND_PIXELS,
+            margin: None,
+        };
+        self.detect_and_describe_in(banding, image)
+    }
+
+    fn detect_and_describe_in(&self, banding: Banding, image: &GrayImage) -> Features {
+        let upscale = self.upscale();
+        let first_octave = if upscale.is_on() { -1 } else { 0 };
+        let n_octaves = octave_count(image.width(), image.height(), upscale.is_on());
+        let mut found = Vec::new();
+        let mut octave = Octave::first(image, self.config.sigma, self.n_layers(), upscale);
+        for index in 0..n_octaves {
+            // OpenCV stops early when an octave is too small to halve.
+            let last = index + 1 == n_octaves || octave.width < 2 || octave.height < 2;
+            let mut next_base = (!last).then(|| octave.next_base());
+            self.octave_keypoints(banding, &octave, index, next_base.as_mut(), &mut found);
+            match next_base {
+                Some(base) => octave = octave.next(base),
+                None => break,
+            }
+        }
+
+        let factor = |p: &OctaveKeypoint| 2f32.powi(p.octave as i32 + first_octave);
+        let key = |p: &OctaveKeypoint| {
+            let f = factor(p);
+            [p.x * f, p.y * f, 2.0 * p.scale * f, p.angle]
+        };
+        found.sort_by(|a, b| {
+            key(&a.point)
+                .iter()
+                .zip(&key(&b.point))
+                .map(|(u, v)| u.total_cmp(v))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| (a.origin, a.orientation).cmp(&(b.origin, b.orientation)))
+        });
+        found.dedup_by(|a, b| key(&a.point) == key(&b.point));
+        let max = self.config.max_features as usize;
+        if max > 0 && found.len() > max {
+            found.sort_by(|a, b| b.point.response.total_cmp(&a.point.response));
+            found.truncate(max);
+        }
+
         let kind = DescriptorKind::Sift128U8;
-        let mut data = vec![0u8; points.len() * kind.bytes()];
-        data.par_chunks_mut(kind.bytes())
-            .zip(points)
-            .for_each(|(out, p)| {
-                let image = &space.gaussian[p.octave][p.layer];
-                descriptor::describe(
-                    image,
-                    p.x,
-                    p.y,
-                    p.angle,
-                    p.scale,
-                    self.config.root_sift,
-                    out,
-                );
-            });
-        Descriptors { kind, data }
+        let mut keypoints = Keypoints::with_capacity(found.len());
+        let mut data = Vec::with_capacity(found.len() * kind.bytes());
+        for f in &found {
+            let p = &f.point;
+            let [x, y, size, angle] = key(p);
+            keypoints.push(
+                x,
+                y,
+                size,
+                angle,
+                p.response,
+                p.octave as i32 + first_octave,
+            );
+            data.extend_from_slice(&f.descriptor);
+        }
+        Features {
+            width: image.width(),
+            height: image.height(),
+            keypoints,
+            descriptors: Descriptors { kind, data },
+        }
     }
 
     /// Descriptors at given frames (`x`, `y`, `size`, `angle` of `frames`, OpenCV
     /// conventions), bypassing detection, like `cv::SIFT::compute` with keypoints whose
     /// octave is chosen from their size as OpenCV's tests do: octave
-    /// `floor(log2(size / sigma) - 1)`, layer the nearest of that octave.
+    /// `floor(log2(size / sigma) - 1)`, layer the nearest of that octave. Builds the whole
+    /// scale space (memory grows with the frame, see docs/memory.md).
     pub fn describe_frames(&self, image: &GrayImage, frames: &Keypoints) -> Result<Descriptors> {
-        let space = self.scale_space(image);
-        let n_layers = self.config.n_octave_layers as usize;
+        let space = ScaleSpace::build(image, self.config.sigma, self.n_layers(), self.upscale());
+        let n_layers = self.n_layers();
         let mut points = Vec::with_capacity(frames.len());
         for i in 0..frames.len() {
             let (x, y, size, angle) = (frames.x[i], frames.y[i], frames.size[i], frames.angle[i]);
@@ -177,45 +410,12 @@ impl SiftExtractor {
                 response: 0.0,
             });
         }
-        Ok(self.describe(&space, &points))
-    }
-
-    /// Keypoints and descriptors of `image`.
-    pub fn detect_and_describe(&self, image: &GrayImage) -> Features {
-        let space = self.scale_space(image);
-        let mut points = self.detect(&space);
-        let factor = |p: &OctaveKeypoint| 2f32.powi(p.octave as i32 + space.first_octave);
-        let key = |p: &OctaveKeypoint| {
-            let f = factor(p);
-            [p.x * f, p.y * f, 2.0 * p.scale * f, p.angle]
-        };
-        points.sort_by(|a, b| {
-            key(a)
-                .iter()
-                .zip(&key(b))
-                .map(|(u, v)| u.total_cmp(v))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        points.dedup_by(|a, b| key(a) == key(b));
-        let max = self.config.max_features as usize;
-        if max > 0 && points.len() > max {
-            points.sort_by(|a, b| b.response.total_cmp(&a.response));
-            points.truncate(max);
-        }
-
-        let mut keypoints = Keypoints::with_capacity(points.len());
-        for p in &points {
-            let [x, y, size, angle] = key(p);
-            let octave = p.octave as i32 + space.first_octave;
-            keypoints.push(x, y, size, angle, p.response, octave);
-        }
-        Features {
-            width: image.width(),
-            height: image.height(),
-            keypoints,
-            descriptors: self.describe(&space, &points),
-        }
+        let kind = DescriptorKind::Sift128U8;
+        let mut data = vec![0u8; points.len() * kind.bytes()];
+        data.par_chunks_mut(kind.bytes())
+            .zip(&points)
+            .for_each(|(out, p)| self.describe_point(&space.gaussian[p.octave][p.layer], p, out));
+        Ok(Descriptors { kind, data })
     }
 }
 
@@ -322,6 +522,37 @@ mod tests {
                 .unwrap()
                 .detect_and_describe(&image);
             assert!(f.is_empty());
+        }
+    }
+
+    #[test]
+    fn thin_bands_and_candidates_finished_outside_their_band_change_nothing() {
+        let image = box_image();
+        for upscale in [false, true] {
+            let sift = SiftExtractor::new(SiftConfig {
+                upscale,
+                ..SiftConfig::default()
+            })
+            .unwrap();
+            let whole = sift.detect_and_describe_in(
+                Banding {
+                    pixels: usize::MAX,
+                    margin: None,
+                },
+                &image,
+            );
+            // Bands of 7 rows holding one more row each side: nearly every keypoint is
+            // described in a band of its own, some refinements resume in one.
+            let thin = sift.detect_and_describe_in(
+                Banding {
+                    pixels: 7 * image.width(),
+                    margin: Some(1),
+                },
+                &image,
+            );
+            assert!(whole.len() > 150, "{}", whole.len());
+            assert_eq!(thin.keypoints, whole.keypoints, "upscale {upscale}");
+            assert_eq!(thin.descriptors, whole.descriptors, "upscale {upscale}");
         }
     }
 }

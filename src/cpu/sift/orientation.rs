@@ -6,6 +6,8 @@
 //! angle is OpenCV's keypoint angle `360 - histogram angle`, i.e. degrees measured
 //! clockwise on screen (y down) from the x axis, in `[0, 360)`.
 
+use std::ops::Range;
+
 use super::fastmath::atan2_degrees;
 use super::pyramid::Plane;
 
@@ -21,9 +23,19 @@ fn round_i(v: f32) -> i64 {
     v.round_ties_even() as i64
 }
 
+fn window_radius(scale: f32) -> i64 {
+    round_i(RADIUS_FACTOR * scale)
+}
+
+/// The rows of a `height`-row image that [`histogram`] reads at row `y` for `scale`.
+pub fn rows_read(y: usize, scale: f32, height: usize) -> Range<usize> {
+    let reach = window_radius(scale) as usize + 1;
+    y.saturating_sub(reach)..(y + reach + 1).min(height)
+}
+
 /// The smoothed histogram around integer position (`x`, `y`) of `image` for scale `scale`.
 pub fn histogram(image: &Plane, x: usize, y: usize, scale: f32) -> [f32; BINS] {
-    let radius = round_i(RADIUS_FACTOR * scale);
+    let radius = window_radius(scale);
     let sigma = SIGMA_FACTOR * scale;
     let exp_scale = -1.0 / (2.0 * sigma * sigma);
     let (w, h) = (image.width as i64, image.height as i64);
@@ -103,6 +115,7 @@ mod tests {
         Plane {
             width: size,
             height: size,
+            first_row: 0,
             data: (0..size * size)
                 .map(|i| {
                     let (x, y) = ((i % size) as f32 - 20.0, (i / size) as f32 - 20.0);

@@ -2,6 +2,8 @@
 //! rules: at most 5 steps, leave the octave's interior or its layers 1..=n and the point is
 //! dropped; then the contrast and edge (principal-curvature ratio) tests.
 
+use std::ops::Range;
+
 use super::extrema::{Candidate, IMAGE_BORDER};
 use super::pyramid::Plane;
 
@@ -92,14 +94,53 @@ pub fn solve3(mut a: [[f32; 3]; 3], mut b: [f32; 3]) -> [f32; 3] {
     x
 }
 
-/// Refines `candidate`; `None` when OpenCV would reject it.
-pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Option<Extremum> {
+/// Where a refinement stands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Refinement {
+    /// Rejected, as OpenCV would.
+    Rejected,
+    /// Kept, at its final position.
+    Kept(Extremum),
+    /// The next step needs rows the DoG planes do not hold: resume it with
+    /// [`refine_from`] on planes that hold [`rows_needed`] of `at`.
+    Outside { at: Candidate, steps: usize },
+}
+
+/// DoG rows that one step at `at` reads.
+pub fn rows_needed(at: &Candidate) -> Range<usize> {
+    at.row - 1..at.row + 2
+}
+
+/// Refines `candidate` from its first step.
+pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Refinement {
+    refine_from(dog, candidate, 0, params)
+}
+
+/// Refines from position `at` after `steps` steps (of the same candidate).
+pub fn refine_from(
+    dog: &[Plane],
+    at: Candidate,
+    steps: usize,
+    params: &RefineParams,
+) -> Refinement {
     let n = params.n_layers;
     let (w, h) = (dog[0].width, dog[0].height);
-    let (mut layer, mut r, mut c) = (candidate.layer, candidate.row, candidate.col);
+    let (mut layer, mut r, mut c) = (at.layer, at.row, at.col);
     let mut offset = [0f32; 3];
     let mut converged = false;
-    for _ in 0..MAX_STEPS {
+    for done in steps..MAX_STEPS {
+        let here = Candidate {
+            layer,
+            row: r,
+            col: c,
+            ..at
+        };
+        if !dog[0].holds(&rows_needed(&here)) {
+            return Refinement::Outside {
+                at: here,
+                steps: done,
+            };
+        }
         let d = derivatives(&dog[layer - 1], &dog[layer], &dog[layer + 1], r, c);
         let x = solve3(d.hessian, d.gradient);
         offset = [-x[0], -x[1], -x[2]];
@@ -112,7 +153,7 @@ pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Opt
             .iter()
             .any(|v| !v.is_finite() || v.abs() > (i32::MAX / 3) as f32)
         {
-            return None;
+            return Refinement::Rejected;
         }
         let step = |p: usize, v: f32| p as i64 + v.round() as i64;
         let (nc, nr, nl) = (
@@ -128,19 +169,19 @@ pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Opt
             || nr < border
             || nr >= h as i64 - border
         {
-            return None;
+            return Refinement::Rejected;
         }
         (c, r, layer) = (nc as usize, nr as usize, nl as usize);
     }
     if !converged {
-        return None;
+        return Refinement::Rejected;
     }
 
     let d = derivatives(&dog[layer - 1], &dog[layer], &dog[layer + 1], r, c);
     let t: f32 = d.gradient.iter().zip(&offset).map(|(g, o)| g * o).sum();
     let contrast = dog[layer].at(c, r) / 255.0 + t * 0.5;
     if contrast.abs() * (n as f32) < params.contrast_threshold {
-        return None;
+        return Refinement::Rejected;
     }
     // Edge test: ratio of principal curvatures of the 2-D Hessian below edge_threshold.
     let [[dxx, dxy, _], [_, dyy, _], _] = d.hessian;
@@ -148,10 +189,10 @@ pub fn refine(dog: &[Plane], candidate: Candidate, params: &RefineParams) -> Opt
     let det = dxx * dyy - dxy * dxy;
     let e = params.edge_threshold;
     if det <= 0.0 || trace * trace * e >= (e + 1.0) * (e + 1.0) * det {
-        return None;
+        return Refinement::Rejected;
     }
-    Some(Extremum {
-        octave: candidate.octave,
+    Refinement::Kept(Extremum {
+        octave: at.octave,
         layer,
         row: r,
         col: c,
@@ -187,6 +228,7 @@ mod tests {
             .map(|s| Plane {
                 width: 21,
                 height: 21,
+                first_row: 0,
                 data: (0..21 * 21)
                     .map(|i| f((i % 21) as f32, (i / 21) as f32, s as f32))
                     .collect(),
@@ -215,7 +257,9 @@ mod tests {
         let dog = sampled(|x, y, s| {
             200.0 - 3.0 * (x - 10.3).powi(2) - 2.0 * (y - 9.8).powi(2) - 40.0 * (s - 1.2).powi(2)
         });
-        let e = refine(&dog, CENTRE, &PARAMS).expect("a clean peak is kept");
+        let Refinement::Kept(e) = refine(&dog, CENTRE, &PARAMS) else {
+            panic!("a clean peak is kept");
+        };
         assert!(
             (e.x - 10.3).abs() < 1e-3 && (e.y - 9.8).abs() < 1e-3,
             "{e:?}"
@@ -230,9 +274,31 @@ mod tests {
         let ridge = sampled(|x, y, s| {
             200.0 - 30.0 * (x - 10.0).powi(2) - 1.0 * (y - 10.0).powi(2) - 40.0 * (s - 1.0).powi(2)
         });
-        assert!(refine(&ridge, CENTRE, &PARAMS).is_none());
+        assert_eq!(refine(&ridge, CENTRE, &PARAMS), Refinement::Rejected);
         let weak =
             sampled(|x, y, s| 5.0 - (x - 10.0).powi(2) - (y - 10.0).powi(2) - (s - 1.0).powi(2));
-        assert!(refine(&weak, CENTRE, &PARAMS).is_none());
+        assert_eq!(refine(&weak, CENTRE, &PARAMS), Refinement::Rejected);
+    }
+
+    #[test]
+    fn a_step_off_the_held_rows_pauses_and_resumes_to_the_same_result() {
+        let dog = sampled(|x, y, s| {
+            200.0 - 3.0 * (x - 10.3).powi(2) - 2.0 * (y - 13.2).powi(2) - 40.0 * (s - 1.2).powi(2)
+        });
+        let band: Vec<Plane> = dog
+            .iter()
+            .map(|p| Plane {
+                first_row: 5,
+                data: p.data[5 * 21..12 * 21].to_vec(),
+                ..p.clone()
+            })
+            .collect();
+        let Refinement::Outside { at, steps } = refine(&band, CENTRE, &PARAMS) else {
+            panic!("row 13 is not held");
+        };
+        assert_eq!((at.row, at.col, at.layer, steps), (13, 10, 1, 1));
+        let whole = refine(&dog, CENTRE, &PARAMS);
+        assert!(matches!(whole, Refinement::Kept(_)), "{whole:?}");
+        assert_eq!(refine_from(&dog, at, steps, &PARAMS), whole);
     }
 }

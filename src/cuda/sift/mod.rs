@@ -12,6 +12,8 @@ mod launch;
 mod plan;
 mod shapes;
 
+pub use plan::{DeviceLimits, PlanBytes};
+
 use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaGraph};
 

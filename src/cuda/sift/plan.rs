@@ -267,8 +267,6 @@ impl Plan {
         limits: DeviceLimits,
     ) -> Result<Self> {
         let n = config.n_octave_layers as usize;
-        let scale = if config.upscale { 2 } else { 1 };
-        let (base_w, base_h) = (width * scale, height * scale);
         let (octaves, floats) = octave_table(width, height, config)?;
         let source = FrameSource {
             width,
@@ -279,12 +277,8 @@ impl Plan {
         let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
 
         let input_pixels = width * height;
-        let keypoint_capacity = (input_pixels / 32).max(4096);
-        let candidate_capacity = (base_w * base_h / 4).max(keypoint_capacity);
-        let output_capacity = match config.max_features {
-            0 => keypoint_capacity,
-            m => (m as usize).min(keypoint_capacity),
-        };
+        let (candidate_capacity, keypoint_capacity, output_capacity) =
+            capacities(width, height, config);
         let buffer = |bytes: usize| DeviceBuffer::new(ctx, bytes);
         let words = |count: usize| buffer(count * 4);
         let staged = |bytes: usize| Staged::new(ctx, bytes, unified);
@@ -335,6 +329,69 @@ impl Plan {
             ],
             out_octave_layer: words(out)?,
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
+        })
+    }
+}
+
+/// Candidate, keypoint and output capacities of a `width` x `height` frame's plan.
+fn capacities(width: usize, height: usize, config: &SiftConfig) -> (usize, usize, usize) {
+    let scale = if config.upscale { 2 } else { 1 };
+    let keypoints = (width * height / 32).max(4096);
+    let candidates = (width * scale * height * scale / 4).max(keypoints);
+    let outputs = match config.max_features {
+        0 => keypoints,
+        m => (m as usize).min(keypoints),
+    };
+    (candidates, keypoints, outputs)
+}
+
+/// What `Plan::new` allocates for a frame, in bytes (docs/memory.md): computed without
+/// a GPU from the same tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanBytes {
+    /// The Gaussian and DoG planes of every octave (device).
+    pub scale_space: usize,
+    /// Candidate, extremum, keypoint and ranking buffers and counters (device).
+    pub work: usize,
+    /// Octave, blur job and tap tables (device).
+    pub tables: usize,
+    /// Buffers that cross to the host (frame, summary, outputs, descriptors): in device
+    /// memory mode each is a device buffer and as much pinned host memory; in unified
+    /// mode, mapped pinned host memory only.
+    pub staged: usize,
+}
+
+impl PlanBytes {
+    pub fn new(
+        config: &SiftConfig,
+        width: usize,
+        height: usize,
+        limits: DeviceLimits,
+    ) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let taps = &Taps::new(config)?;
+        let (octaves, floats) = octave_table(width, height, config)?;
+        let source = FrameSource {
+            width,
+            height,
+            upscale: config.upscale,
+        };
+        let first_small = first_small_octave(&octaves, taps, n + 3, limits.shared_per_block);
+        let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
+        let (candidates, keypoints, outputs) = capacities(width, height, config);
+        let word = size_of::<u32>();
+        Ok(Self {
+            scale_space: floats.max(1) * size_of::<f32>(),
+            // counters; candidates (3 arrays); extrema (7), keypoints (6), ranks (3),
+            // duplicates; out_octave_layer.
+            work: (6 + 3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
+            tables: octaves.len() * size_of::<SiftOctave>()
+                + schedule.jobs.len() * size_of::<BlurJob>()
+                + taps.values.len() * size_of::<f32>(),
+            staged: width * height
+                + SUMMARY_WORDS * word
+                + 6 * outputs * word
+                + outputs * DESCRIPTOR_BYTES,
         })
     }
 }
@@ -761,5 +818,67 @@ mod tests {
         assert_eq!(tile_shape(240, 135, 132), (16, 16));
         assert_eq!(tile_shape(240, 135, 8), (64, 32));
         assert_eq!(tile_shape(15, 8, 132), (16, 8));
+    }
+
+    /// docs/memory.md's formula for the CUDA SIFT plan.
+    fn documented(width: usize, height: usize, config: &SiftConfig) -> (usize, usize, usize) {
+        let s = if config.upscale { 2 } else { 1 };
+        let (mut w, mut h) = (width * s, height * s);
+        let mut planes = 0;
+        for o in 0..octave_count(width, height, config.upscale) {
+            if o > 0 {
+                if w < 2 || h < 2 {
+                    break;
+                }
+                (w, h) = (w / 2, h / 2);
+            }
+            planes += w * h;
+        }
+        let layers = config.n_octave_layers as usize + 3;
+        let k = (width * height / 32).max(4096);
+        let c = (width * s * height * s / 4).max(k);
+        let o = match config.max_features {
+            0 => k,
+            m => (m as usize).min(k),
+        };
+        (
+            4 * (2 * layers - 1) * planes,
+            4 * (6 + 3 * c + 17 * k + o),
+            width * height + 20 + 152 * o,
+        )
+    }
+
+    #[test]
+    fn plan_bytes_follow_the_documented_formula() {
+        let limits = DeviceLimits {
+            sms: 132,
+            shared_per_block: 227 * 1024,
+        };
+        for (width, height, upscale, max_features) in [
+            (1920, 1080, true, 0),
+            (1920, 1080, false, 2000),
+            (640, 480, true, 0),
+            (4096, 3072, false, 0),
+            (97, 61, true, 10),
+        ] {
+            let config = SiftConfig {
+                upscale,
+                max_features,
+                ..SiftConfig::default()
+            };
+            let bytes = PlanBytes::new(&config, width, height, limits).unwrap();
+            let (scale_space, work, staged) = documented(width, height, &config);
+            let case = format!("{width}x{height} upscale={upscale} max_features={max_features}");
+            assert_eq!(bytes.scale_space, scale_space, "{case}");
+            assert_eq!(bytes.work, work, "{case}");
+            assert_eq!(bytes.staged, staged, "{case}");
+            assert!(bytes.tables < 64 * 1024, "{case}: {bytes:?}");
+        }
+        // 1080p upscaled, worked out in docs/memory.md.
+        let bytes = PlanBytes::new(&SiftConfig::default(), 1920, 1080, limits).unwrap();
+        assert_eq!(
+            (bytes.scale_space, bytes.work, bytes.staged),
+            (486_598_112, 29_548_824, 11_923_220)
+        );
     }
 }

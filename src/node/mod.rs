@@ -136,7 +136,8 @@ impl Node {
             Ok(accepted) => accepted,
             Err(err) => {
                 self.failures.warn(&format!(
-                    "temporal matching in the extractor unavailable, using the matcher: {err}"
+                    "temporal matching in the extractor unavailable, using the matcher: {}",
+                    err.one_line()
                 ));
                 false
             }

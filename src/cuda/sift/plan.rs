@@ -345,7 +345,7 @@ fn capacities(width: usize, height: usize, config: &SiftConfig) -> (usize, usize
     (candidates, keypoints, outputs)
 }
 
-/// What [`Plan::new`] allocates for a frame, in bytes (docs/memory.md): computed without
+/// What `Plan::new` allocates for a frame, in bytes (docs/memory.md): computed without
 /// a GPU from the same tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanBytes {

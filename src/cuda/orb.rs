@@ -202,28 +202,20 @@ impl PlanTables {
             };
             if l > 0 {
                 let previous = geometry[l - 1];
-                level.taps_x = to_i32(taps.len(), "taps")?;
-                let xs = resize_taps(previous.width, g.width);
-                taps.extend(
-                    xs.first
-                        .iter()
-                        .zip(&xs.second_weight)
-                        .map(|(&s, &w)| ResizeTap {
+                // The taps of one axis, appended to `taps`; returns where they start.
+                let mut push_taps = |from: usize, to: usize| -> Result<i32> {
+                    let start = to_i32(taps.len(), "taps")?;
+                    let axis = resize_taps(from, to);
+                    taps.extend(axis.first.iter().zip(&axis.second_weight).map(|(&s, &w)| {
+                        ResizeTap {
                             src: s as i32,
                             w1: i32::from(w),
-                        }),
-                );
-                level.taps_y = to_i32(taps.len(), "taps")?;
-                let ys = resize_taps(previous.height, g.height);
-                taps.extend(
-                    ys.first
-                        .iter()
-                        .zip(&ys.second_weight)
-                        .map(|(&s, &w)| ResizeTap {
-                            src: s as i32,
-                            w1: i32::from(w),
-                        }),
-                );
+                        }
+                    }));
+                    Ok(start)
+                };
+                level.taps_x = push_taps(previous.width, g.width)?;
+                level.taps_y = push_taps(previous.height, g.height)?;
             }
             if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
                 let grid = Grid::new(area, c.grid_cell_size as usize);

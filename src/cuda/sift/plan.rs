@@ -266,16 +266,11 @@ impl Plan {
         unified: bool,
         limits: DeviceLimits,
     ) -> Result<Self> {
-        let n = config.n_octave_layers as usize;
-        let (octaves, floats) = octave_table(width, height, config)?;
-        let source = FrameSource {
-            width,
-            height,
-            upscale: config.upscale,
-        };
-        let first_small = first_small_octave(&octaves, taps, n + 3, limits.shared_per_block);
-        let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
-
+        let Geometry {
+            octaves,
+            floats,
+            schedule,
+        } = Geometry::new(config, taps, width, height, limits)?;
         let input_pixels = width * height;
         let (candidate_capacity, keypoint_capacity, output_capacity) =
             capacities(width, height, config);
@@ -368,16 +363,12 @@ impl PlanBytes {
         height: usize,
         limits: DeviceLimits,
     ) -> Result<Self> {
-        let n = config.n_octave_layers as usize;
         let taps = &Taps::new(config)?;
-        let (octaves, floats) = octave_table(width, height, config)?;
-        let source = FrameSource {
-            width,
-            height,
-            upscale: config.upscale,
-        };
-        let first_small = first_small_octave(&octaves, taps, n + 3, limits.shared_per_block);
-        let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
+        let Geometry {
+            octaves,
+            floats,
+            schedule,
+        } = Geometry::new(config, taps, width, height, limits)?;
         let (candidates, keypoints, outputs) = capacities(width, height, config);
         let word = size_of::<u32>();
         Ok(Self {
@@ -392,6 +383,39 @@ impl PlanBytes {
                 + SUMMARY_WORDS * word
                 + 6 * outputs * word
                 + outputs * DESCRIPTOR_BYTES,
+        })
+    }
+}
+
+/// The octaves of a frame, the floats of its scale space and the blur schedule: what
+/// both a plan and its byte count derive from.
+struct Geometry {
+    octaves: Vec<SiftOctave>,
+    floats: usize,
+    schedule: BlurSchedule,
+}
+
+impl Geometry {
+    fn new(
+        config: &SiftConfig,
+        taps: &Taps,
+        width: usize,
+        height: usize,
+        limits: DeviceLimits,
+    ) -> Result<Self> {
+        let n = config.n_octave_layers as usize;
+        let (octaves, floats) = octave_table(width, height, config)?;
+        let source = FrameSource {
+            width,
+            height,
+            upscale: config.upscale,
+        };
+        let first_small = first_small_octave(&octaves, taps, n + 3, limits.shared_per_block);
+        let schedule = blur_schedule(&octaves, taps, n, source, limits.sms, first_small)?;
+        Ok(Self {
+            octaves,
+            floats,
+            schedule,
         })
     }
 }

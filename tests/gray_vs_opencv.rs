@@ -12,8 +12,9 @@ use orbsift::image::Encoding;
 use orbsift::GrayImage;
 
 /// OpenCV 5's 15-bit colour weights against the 14-bit ones: at most this share of
-/// pixels one level apart (283 of graf1's 512,000 pixels, 0.055 %, on 2026-11-27).
-const COLOUR_ROUNDING_SHARE: f64 = 0.001;
+/// pixels one level apart (0.055 % of graf1's pixels and 0.11 % of rubberwhale1's on
+/// 2026-11-27; swapped channels or a wrong weight change most pixels).
+const COLOUR_ROUNDING_SHARE: f64 = 0.005;
 
 #[test]
 fn every_encoding_gives_opencvs_grey() {

@@ -51,9 +51,9 @@ const SELECT_THREADS: u32 = 1024;
 /// `orb_record_place` block split a level's records, 32 records per block.
 const RANK_THREADS: u32 = 16 * WARP;
 const BLOCK: u32 = 256;
-/// Threads of a `match_hamming_knn2_counted` / `match_cross_check_counted` block (its
-/// TILE in kernels/match/hamming.cu).
-const MATCH_THREADS: u32 = 128;
+/// Threads of a `match_hamming_knn2_counted` / `match_cross_check_counted` block: one
+/// query each; small blocks spread a frame's 2000 queries over many SMs.
+const MATCH_THREADS: u32 = 32;
 /// The pixel tile of one `orb_fast_score` work item (SCORE_TILE_W, SCORE_TILE_H in
 /// kernels/orb/detect.cu).
 const SCORE_TILE_W: usize = 64;
@@ -376,10 +376,21 @@ impl Plan {
     }
 }
 
+/// Bytes one thread copies into pinned memory: large frames are copied by several
+/// threads, a single core does not reach the memory bandwidth.
+const COPY_CHUNK: usize = 512 * 1024;
+
 /// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer.
 fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
+    use rayon::prelude::*;
     let bytes = input.layout.upload_bytes();
-    input.frame.host.as_mut_slice()[..bytes].copy_from_slice(&frame.data[..bytes]);
+    let (to, from) = (
+        &mut input.frame.host.as_mut_slice()[..bytes],
+        &frame.data[..bytes],
+    );
+    to.par_chunks_mut(COPY_CHUNK)
+        .zip(from.par_chunks(COPY_CHUNK))
+        .for_each(|(to, from)| to.copy_from_slice(from));
 }
 
 /// Kernels of the pipeline, looked up once.

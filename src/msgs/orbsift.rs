@@ -19,6 +19,8 @@ pub struct Features {
     pub octave: Vec<i32>,
     pub descriptor_type: String,
     pub descriptor_size: u32,
+    /// Written as one block, not byte by byte: CDR lays out a byte sequence the same way.
+    #[serde(with = "serde_bytes")]
     pub descriptors: Vec<u8>,
 }
 

@@ -15,7 +15,12 @@ fn header(sec: i32, nanosec: u32, frame_id: &str) -> Header {
 /// The serde format a `.msg` field type must have.
 fn format_of_msg_type(ros_type: &str) -> Format {
     if let Some(element) = ros_type.strip_suffix("[]") {
-        return Format::Seq(Box::new(format_of_msg_type(element)));
+        // Byte sequences are serialised as one block (serde_bytes): CDR writes both as a
+        // length and the bytes.
+        return match format_of_msg_type(element) {
+            Format::U8 => Format::Bytes,
+            other => Format::Seq(Box::new(other)),
+        };
     }
     match ros_type {
         "uint8" | "byte" => Format::U8,

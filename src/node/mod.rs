@@ -230,9 +230,10 @@ impl Node {
             "cuda" => Backend::Cuda,
             _ => Backend::Cpu,
         };
-        if config.library.orb != self.config.library.orb
-            || config.library.sift != self.config.library.sift
-        {
+        let extraction_changed = config.library.orb != self.config.library.orb
+            || config.library.sift != self.config.library.sift;
+        let matching_changed = config.library.matching != self.config.library.matching;
+        if extraction_changed {
             match crate::create_extractor(&on_this_backend.library) {
                 Ok(extractor) => self.extractor = extractor,
                 Err(err) => self.failures.warn(&format!(
@@ -241,7 +242,7 @@ impl Node {
                 )),
             }
         }
-        if config.library.matching != self.config.library.matching {
+        if matching_changed {
             match crate::create_matcher(&on_this_backend.library) {
                 Ok(matcher) => self.matcher = matcher,
                 Err(err) => self
@@ -252,7 +253,11 @@ impl Node {
         self.stereo.set_tolerance(config.matching.sync_tolerance);
         log::info!("parameters changed: applied from this frame on");
         self.config = config;
-        self.place_temporal_matching();
+        // Only a new extractor or new matching settings restart the extractor's
+        // consecutive matching (the next frame then has no Matches).
+        if extraction_changed || matching_changed {
+            self.place_temporal_matching();
+        }
     }
 
     /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.

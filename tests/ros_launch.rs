@@ -6,6 +6,7 @@
 //! sourced and launch on PYTHONPATH: scripts/test-ros.sh sets that up and runs these.
 
 use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -38,16 +39,25 @@ impl Launch {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("launch.log");
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new("python3")
+        let mut command = Command::new("python3");
+        command
             .arg(&launcher)
             .args(["orbsift", "orbsift.launch.py"])
             .args(arguments)
             .env("ROS_DOMAIN_ID", domain.to_string())
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .expect("start ros2_launch.py");
+            .stderr(out);
+        // A shell starts background jobs with SIGINT ignored, and launch then never sees
+        // the test's Ctrl-C: give it the default disposition, as a terminal would.
+        // SAFETY: only signal(2), which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            })
+        };
+        let child = command.spawn().expect("start ros2_launch.py");
         Launch {
             child,
             log,

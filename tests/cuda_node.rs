@@ -9,10 +9,14 @@ mod common;
 use orbsift::config::{MatchMode, MemoryMode, NodeConfig, NodeMatchConfig};
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
+use orbsift::cuda::{CudaL2Matcher, CudaMatcher};
 use orbsift::image::RawFrame;
 use orbsift::msgs::{Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node};
-use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, OrbConfig};
+use orbsift::{
+    Algorithm, Backend, Config, DescriptorKind, Descriptors, Extractor, Features, GrayImage,
+    Keypoints, MatchConfig, Matcher, OrbConfig,
+};
 
 use common::encoded::frames_from;
 use common::frames::{load, resized};
@@ -76,13 +80,24 @@ fn sequence() -> Vec<GrayImage> {
 }
 
 fn node_on(backend: Backend, memory: MemoryMode, mode: MatchMode) -> Node {
+    node_running(Algorithm::Orb, backend, memory, mode)
+}
+
+fn node_running(
+    algorithm: Algorithm,
+    backend: Backend,
+    memory: MemoryMode,
+    mode: MatchMode,
+) -> Node {
+    let mut library = Config {
+        backend,
+        algorithm,
+        memory,
+        ..Config::default()
+    };
+    library.sift.upscale = false;
     let config = NodeConfig {
-        library: Config {
-            backend,
-            algorithm: Algorithm::Orb,
-            memory,
-            ..Config::default()
-        },
+        library,
         matching: NodeMatchConfig {
             mode,
             ..NodeMatchConfig::default()
@@ -196,5 +211,59 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
             outputs.matches.borrow().len() >= 50,
             "{mode:?}: the frames were matched"
         );
+    }
+}
+
+/// The descriptors of a Features message, as the library's type holds them.
+fn descriptors_of(message: &orbsift::msgs::Features) -> Features {
+    Features {
+        width: message.image_width as usize,
+        height: message.image_height as usize,
+        keypoints: Keypoints::default(),
+        descriptors: Descriptors {
+            kind: DescriptorKind::Sift128U8,
+            data: message.descriptors.clone(),
+        },
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn sift_temporal_matches_on_the_gpu_equal_the_standalone_matcher_on_the_published_features() {
+    let frames = sequence();
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let mut node = node_running(Algorithm::Sift, Backend::Cuda, memory, MatchMode::Temporal);
+        let published = run(&mut node, &frames);
+        let (features, matches) = (published.features.borrow(), published.matches.borrow());
+        assert_eq!(matches.len(), frames.len() - 1, "{memory:?}");
+        let mut standalone =
+            CudaMatcher::<CudaL2Matcher>::new(MatchConfig::default(), None).expect("GPU");
+        for (i, got) in matches.iter().enumerate() {
+            let (query, train) = (
+                descriptors_of(&features[i + 1]),
+                descriptors_of(&features[i]),
+            );
+            let expected = standalone.match_features(&query, &train).expect("matches");
+            assert!(
+                !expected.is_empty(),
+                "{memory:?} frame {i}: no matches to compare"
+            );
+            let pairs = |q: &[u32], t: &[u32], d: &[f32]| -> Vec<(u32, u32, f32)> {
+                q.iter()
+                    .zip(t)
+                    .zip(d)
+                    .map(|((&q, &t), &d)| (q, t, d))
+                    .collect()
+            };
+            assert_eq!(
+                pairs(&got.query_idx, &got.train_idx, &got.distance),
+                expected
+                    .iter()
+                    .map(|m| (m.query, m.train, m.distance))
+                    .collect::<Vec<_>>(),
+                "{memory:?} frame {}: the node's SIFT matches differ from the standalone matcher's",
+                i + 1
+            );
+        }
     }
 }

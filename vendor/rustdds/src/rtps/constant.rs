@@ -82,6 +82,12 @@ pub const MAX_TRACKED_CHANGES_PER_WRITER: usize = DEFAULT_WRITER_MAX_SAMPLES;
 // are handed over.
 pub const MAX_WITHHELD_BYTES_PER_TOPIC: usize = 16 * 1024 * 1024;
 
+// Most payload bytes a TopicCache keeps (beyond its KeepLast depth) and a
+// FragmentAssembler holds in incomplete samples. Sample counts alone bound
+// neither: 64 cached or 128 half-assembled 1080p images are 0.4 and 0.8 GB.
+pub const MAX_CACHED_BYTES_PER_TOPIC: usize = 64 * 1024 * 1024;
+pub const MAX_ASSEMBLY_BYTES_PER_WRITER: usize = 64 * 1024 * 1024;
+
 // Default / fallback UDP-payload budget (RTPS header + submessages) used to
 // size datagrams built by the writer's DATA-coalescing and DATAFRAG packing
 // paths when the per-peer path MTU is unknown (peer behind a router, IPv6, or

@@ -70,6 +70,10 @@ pub struct DomainInfo {
   pub participant_id: u16,
 }
 
+// Datagrams read from one socket per turn of the event loop: at most 16 MiB of
+// 64 KiB datagrams held at once, and enough to amortise the turn's other work.
+const MAX_DATAGRAMS_PER_TURN: usize = 256;
+
 pub(crate) enum EventLoopCommand {
   Stop,
   PrepareStop,
@@ -276,6 +280,8 @@ impl DPEventLoop {
     // ready-queue commands from that same wake have been dispatched.
     let mut readers_to_remove: Vec<GUID> = Vec::new();
     let mut writers_to_remove: Vec<GUID> = Vec::new();
+    // Listeners that may still hold datagrams after their last read.
+    let mut unfinished_listeners: BTreeSet<Token> = BTreeSet::new();
 
     // Anything enqueued before the waker existed would not have woken us.
     if ev_wrapper.drain_queues(
@@ -302,7 +308,13 @@ impl DPEventLoop {
       } else {
         Duration::from_millis(2)
       };
-      let poll_timeout = timeout_until(ev_wrapper.shared_timer.borrow().next_deadline(), idle_cap);
+      // A socket left readable by the last turn gets no new readiness event: look at
+      // the other sources without waiting, then read it again.
+      let poll_timeout = if unfinished_listeners.is_empty() {
+        timeout_until(ev_wrapper.shared_timer.borrow().next_deadline(), idle_cap)
+      } else {
+        Duration::ZERO
+      };
       match ev_wrapper.poll.poll(&mut events, Some(poll_timeout)) {
         Ok(_) => {}
         Err(e) => {
@@ -329,20 +341,7 @@ impl DPEventLoop {
               | DISCOVERY_MUL_LISTENER_TOKEN
               | USER_TRAFFIC_LISTENER_TOKEN
               | USER_TRAFFIC_MUL_LISTENER_TOKEN => {
-                // Edge-triggered: read until WouldBlock. A cap would leave
-                // datagrams sitting with no further readiness event.
-                let udp_messages = ev_wrapper.udp_listeners.get_mut(&token).map_or_else(
-                  || {
-                    error!("No listener with token {:?}", token);
-                    vec![]
-                  },
-                  |l| l.messages_bounded(usize::MAX),
-                );
-                for (packet, origin) in udp_messages {
-                  ev_wrapper
-                    .message_receiver
-                    .handle_received_packet(&packet, origin);
-                }
+                unfinished_listeners.insert(token);
               }
               LOOP_WAKE_TOKEN => {
                 // Queues are drained below, once, for this whole iteration.
@@ -369,6 +368,27 @@ impl DPEventLoop {
           }
         }
       }
+
+      // Edge-triggered listeners must be read until WouldBlock, but reading all of it
+      // in one go never ends while a peer sends faster than this thread handles
+      // datagrams: every datagram read is held in memory until the drain ends, and
+      // timers, commands and outgoing data wait meanwhile. So each turn reads at most
+      // MAX_DATAGRAMS_PER_TURN from a socket and comes back for the rest; under
+      // overload the kernel's socket buffer overflows instead of this process.
+      unfinished_listeners.retain(|token| {
+        let Some(listener) = ev_wrapper.udp_listeners.get_mut(token) else {
+          error!("No listener with token {token:?}");
+          return false;
+        };
+        let udp_messages = listener.messages_bounded(MAX_DATAGRAMS_PER_TURN);
+        let more = udp_messages.len() == MAX_DATAGRAMS_PER_TURN;
+        for (packet, origin) in udp_messages {
+          ev_wrapper
+            .message_receiver
+            .handle_received_packet(&packet, origin);
+        }
+        more
+      });
 
       ev_wrapper.drain_timers(preparing_to_stop);
       if ev_wrapper.drain_queues(

@@ -15,6 +15,7 @@ use crate::{
     elements::serialized_payload::SerializedPayload,
     submessages::{DATAFRAG_Flags, DataFrag},
   },
+  rtps::constant::MAX_ASSEMBLY_BYTES_PER_WRITER,
   structure::{
     cache_change::ChangeKind,
     sequence_number::{FragmentNumber, SequenceNumber},
@@ -190,6 +191,9 @@ const MAX_ASSEMBLY_BUFFERS: usize = 128;
 pub(crate) struct FragmentAssembler {
   fragment_size: u16, // number of bytes per fragment. Each writer must select one constant value.
   assembly_buffers: BTreeMap<SequenceNumber, AssemblyBuffer>,
+  // The bytes allocated by `assembly_buffers`, kept within
+  // MAX_ASSEMBLY_BYTES_PER_WRITER like their count within MAX_ASSEMBLY_BUFFERS.
+  buffered_bytes: usize,
   // Whether the owning reader is Reliable. This decides which buffer to drop
   // when `MAX_ASSEMBLY_BUFFERS` is exceeded (see `new_datafrag`).
   reliable: bool,
@@ -209,6 +213,7 @@ impl FragmentAssembler {
     Self {
       fragment_size,
       assembly_buffers: BTreeMap::new(),
+      buffered_bytes: 0,
       reliable,
     }
   }
@@ -229,6 +234,7 @@ impl FragmentAssembler {
           error!("new_datafrag: failed to create AssemblyBuffer for {sn:?}");
           return None;
         };
+        self.buffered_bytes += buf.buffer_bytes.len();
         v.insert(buf);
       }
       Entry::Occupied(_) => {}
@@ -247,6 +253,7 @@ impl FragmentAssembler {
     if assembly_buffer.is_complete() {
       debug!("new_datafrag: COMPLETED FRAGMENT");
       if let Some(assembly_buffer) = self.assembly_buffers.remove(&writer_sn) {
+        self.buffered_bytes -= assembly_buffer.buffer_bytes.len();
         // Return what we have assembled.
         let serialized_data_or_key =
           SerializedPayload::from_bytes(&assembly_buffer.buffer_bytes.freeze()).map_or_else(
@@ -283,14 +290,18 @@ impl FragmentAssembler {
       //  * Best effort: there is no retransmission, so a low incomplete buffer is
       //    lost anyway. Evict the OLDEST (lowest SN) to free room for newer samples
       //    that may still complete.
-      while self.assembly_buffers.len() > MAX_ASSEMBLY_BUFFERS {
+      // A single sample over the byte budget is still assembled.
+      while self.assembly_buffers.len() > MAX_ASSEMBLY_BUFFERS
+        || (self.assembly_buffers.len() > 1 && self.buffered_bytes > MAX_ASSEMBLY_BYTES_PER_WRITER)
+      {
         let evicted = if self.reliable {
           self.assembly_buffers.pop_last()
         } else {
           self.assembly_buffers.pop_first()
         };
-        if evicted.is_none() {
-          break;
+        match evicted {
+          Some((_, buffer)) => self.buffered_bytes -= buffer.buffer_bytes.len(),
+          None => break,
         }
       }
       None
@@ -298,10 +309,12 @@ impl FragmentAssembler {
   }
 
   pub fn garbage_collect_before(&mut self, expire_before: Timestamp) {
+    let buffered_bytes = &mut self.buffered_bytes;
     self.assembly_buffers.retain(|sn, ab| {
       let retain = ab.modified_time >= expire_before;
       if !retain {
         info!("AssemblyBuffer dropping {sn:?}");
+        *buffered_bytes -= ab.buffer_bytes.len();
       }
       retain
     });

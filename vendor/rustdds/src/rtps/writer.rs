@@ -1586,6 +1586,8 @@ impl Writer {
     let max_send_count = 8;
 
     let reader_guid = reader_proxy.remote_reader_guid;
+    // Requested samples no longer in the history.
+    let mut gone = BTreeSet::new();
 
     // Get (an iterator to) frags requested but not yet sent
     // reader_proxy.
@@ -1641,15 +1643,28 @@ impl Writer {
           TrafficClass::Control,
         );
       } else {
-        error!(
-          "handle_repair_frags_send_worker: {:?} missing from send buffer. topic={:?}",
+        // Dropped from a KeepLast history before the reader asked for it: not an
+        // error, and without a GAP the reader would ask again for ever.
+        debug!(
+          "handle_repair_frags_send_worker: {:?} no longer in the send buffer. topic={:?}",
           seq_num, self.my_topic_name
         );
-        // TODO: Should we send a GAP message then?
+        gone.insert(seq_num);
       }
 
       reader_proxy.mark_frag_sent(seq_num, &frag_num);
     } // for
+
+    if !gone.is_empty() {
+      let gap_message = MessageBuilder::new()
+        .gap_msg(&gone, self.my_guid.entity_id, self.endianness, reader_guid)
+        .add_header_and_build(self.my_guid.prefix);
+      self.send_control_to_readers(
+        DeliveryMode::Unicast,
+        gap_message,
+        &mut std::iter::once(&*reader_proxy),
+      );
+    }
   } // fn
 
   /// Removes permanently cacheChanges from DDSCache.

@@ -19,7 +19,7 @@ use crate::{
     typedesc::TypeDesc,
     CreateError, CreateResult,
   },
-  rtps::constant::MAX_WITHHELD_BYTES_PER_TOPIC,
+  rtps::constant::{MAX_CACHED_BYTES_PER_TOPIC, MAX_WITHHELD_BYTES_PER_TOPIC},
   structure::{sequence_number::SequenceNumber, time::Timestamp},
   GUID,
 };
@@ -495,8 +495,11 @@ impl TopicCache {
     let sample_count = self.changes.len();
 
     // We must remove at least enough to stay within max limit,
-    // must_remove_count = sample_count - max_keep_samples
-    let must_remove_count = sample_count.saturating_sub(self.max_keep_samples as usize);
+    // must_remove_count = sample_count - max_keep_samples, and within the byte budget.
+    let must_remove_count = max(
+      sample_count.saturating_sub(self.max_keep_samples as usize),
+      self.count_over_byte_budget(),
+    );
     // Saturating sub takes care that this does not underflow below zero.
 
     let may_remove_count = match self.min_keep_samples {
@@ -566,6 +569,28 @@ impl TopicCache {
       .for_each(|(_, cc)| cc.reallocate());
 
     self.changes_reallocated_up_to = reallocate_limit;
+  }
+
+  // How many of the oldest changes must go for the rest to hold at most
+  // MAX_CACHED_BYTES_PER_TOPIC of payload. The newest `depth` samples of a KeepLast
+  // history always stay; KeepAll is bounded by the sample count only.
+  fn count_over_byte_budget(&self) -> usize {
+    let History::KeepLast { depth } = self.min_keep_samples else {
+      return 0;
+    };
+    let depth = usize::try_from(depth).unwrap_or(0);
+    let mut bytes = 0;
+    let kept = self
+      .changes
+      .values()
+      .rev()
+      .enumerate()
+      .take_while(|(newer, cc)| {
+        bytes += cc.data_value.payload_size();
+        *newer < depth || bytes <= MAX_CACHED_BYTES_PER_TOPIC
+      })
+      .count();
+    self.changes.len() - kept
   }
 
   pub fn topic_name(&self) -> String {

@@ -31,6 +31,11 @@ mod serve {
     /// some runs; 3 s covers two heartbeats and the repair.
     const END_OF_INPUT_LINGER: Duration = Duration::from_secs(3);
 
+    /// How long a stop request waits for the frame in progress. Under a flood the
+    /// processing thread, which yields the CPU to the transport, can take seconds over a
+    /// large frame; the node still exits promptly and that frame is not published.
+    const FRAME_IN_PROGRESS_GRACE: Duration = Duration::from_millis(500);
+
     /// Runs the node over `transport` until SIGINT or SIGTERM, or until the end of a video
     /// file (camera input without `input.loop`); errs on a start-up problem or a lost camera.
     pub fn serve<T: Transport>(mut transport: T, config: NodeConfig) -> Result<()> {
@@ -58,29 +63,45 @@ mod serve {
         };
         let republish = config.input.source == InputSource::Camera && config.input.publish_image;
         let outputs = transport.outputs(republish)?;
-        let shutdown = &shutdown;
-        std::thread::scope(|scope| {
-            let (node, source) = (&mut node, &mut source);
-            let worker = scope.spawn(move || {
+        let processing = {
+            let shutdown = shutdown.clone();
+            std::thread::spawn(move || {
                 if let Err(err) = orbsift::transport::priority::yield_to_transport() {
                     log::warn!("the processing thread keeps its priority: {err}");
                 }
                 let ran = node.run(source.as_mut(), &outputs, shutdown.flag());
                 shutdown.request(Reason::InputEnded);
                 ran
-            });
-            let spun = transport.spin(shutdown);
-            shutdown.request(Reason::InputEnded);
-            queue.close();
-            log::info!("shutting down");
-            let ran = worker
+            })
+        };
+        let spun = transport.spin(&shutdown);
+        shutdown.request(Reason::InputEnded);
+        queue.close();
+        log::info!("shutting down");
+        let ran = match finished_within(&processing, FRAME_IN_PROGRESS_GRACE) {
+            true => processing
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            if ran.is_ok() && shutdown.reason() == Some(Reason::InputEnded) {
-                std::thread::sleep(END_OF_INPUT_LINGER);
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            false => {
+                log::warn!(
+                    "the frame in progress did not finish within {FRAME_IN_PROGRESS_GRACE:?} \
+                     of the stop request: exiting without it"
+                );
+                Ok(())
             }
-            spun.and(ran)
-        })
+        };
+        if ran.is_ok() && shutdown.reason() == Some(Reason::InputEnded) {
+            std::thread::sleep(END_OF_INPUT_LINGER);
+        }
+        spun.and(ran)
+    }
+
+    fn finished_within(thread: &std::thread::JoinHandle<Result<()>>, grace: Duration) -> bool {
+        let deadline = std::time::Instant::now() + grace;
+        while !thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        thread.is_finished()
     }
 }
 

@@ -32,7 +32,7 @@ use crate::node::{Camera, InputQueue, LiveParameters, Outputs};
 /// What the node runtime needs from a ROS 2 transport.
 #[cfg(any(feature = "dds", feature = "r2r"))]
 pub trait Transport {
-    type Outputs: Outputs + Send;
+    type Outputs: Outputs + Send + 'static;
 
     /// The node's fully qualified name, `/namespace/name`.
     fn node_name(&self) -> String;

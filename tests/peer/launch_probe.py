@@ -18,11 +18,16 @@ import yaml
 from orbsift_msgs.msg import Features, Matches
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import Image
 
 NODE_NAME = "orbsift"
 TIMEOUT_S = 60.0
+# Input images go best effort (the sensor-data profile), so one can be lost on a loaded
+# machine: a frame whose Features do not come back within RESEND_AFTER_S is sent again,
+# with the same stamp, at most RESENDS times.
+RESEND_AFTER_S = 4.0
+RESENDS = 4
 
 
 def read_pgm(path):
@@ -116,31 +121,46 @@ def main(argv):
     report["parameters_expected"] = expected
     report["parameters"] = parameters
 
+    # The node publishes its results reliably: a reliable reader loses none of them.
     features, matches = [], []
-    node.create_subscription(
-        Features, f"{namespace}/features", features.append, qos_profile_sensor_data)
-    node.create_subscription(
-        Matches, f"{namespace}/matches", matches.append, qos_profile_sensor_data)
+    results_qos = QoSProfile(depth=100)
+    node.create_subscription(Features, f"{namespace}/features", features.append, results_qos)
+    node.create_subscription(Matches, f"{namespace}/matches", matches.append, results_qos)
     width, height, pixels = read_pgm(pgm)
     inputs = topics.split(",")
     publishers = [node.create_publisher(Image, t, qos_profile_sensor_data) for t in inputs]
     # The node's input subscription must be matched before the first frame counts.
     spin_until(node, lambda: all(p.get_subscription_count() > 0 for p in publishers), TIMEOUT_S)
 
-    sent = []
+    frame_ids = [t.rsplit("/", 2)[-2] if len(inputs) == 2 else "camera" for t in inputs]
+
+    def answered(stamp_sec):
+        return {f.header.frame_id for f in features if f.header.stamp.sec == stamp_sec}
+
+    sent, resent = [], 0
     for i in range(frames):
         stamp_sec = 1_700_000_000 + i
-        for publisher, topic in zip(publishers, inputs):
-            image = Image(height=height, width=width, encoding="mono8", step=width, data=pixels)
-            image.header.stamp.sec = stamp_sec
-            image.header.frame_id = topic.rsplit("/", 2)[-2] if len(inputs) == 2 else "camera"
-            publisher.publish(image)
+        for attempt in range(RESENDS + 1):
+            for publisher, frame_id in zip(publishers, frame_ids):
+                if frame_id in answered(stamp_sec):
+                    continue
+                image = Image(height=height, width=width, encoding="mono8", step=width,
+                              data=pixels)
+                image.header.stamp.sec = stamp_sec
+                image.header.frame_id = frame_id
+                publisher.publish(image)
+            resent += attempt > 0
+            # One frame at a time, so that none is dropped as stale by the node's queue.
+            if spin_until(node, lambda: answered(stamp_sec) >= set(frame_ids), RESEND_AFTER_S):
+                break
         sent.append(stamp_sec)
-        # One frame at a time, so that none is dropped as stale by the node's queue.
-        spin_until(node, lambda: len(features) >= len(sent) * len(inputs), 20.0)
     spin_until(node, lambda: len(matches) >= (frames if mode == "stereo" else frames - 1), 5.0)
 
     report["sent_stamps"] = sent
+    report["resent"] = resent
+    # A frame sent again may be answered twice: one Features per stamp and camera counts.
+    unique = {(f.header.stamp.sec, f.header.frame_id): f for f in features}
+    features = list(unique.values())
     report["features"] = [
         {
             "stamp": f.header.stamp.sec,

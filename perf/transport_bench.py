@@ -218,10 +218,11 @@ def run_case(args, case, domain, frame_files):
     width, height, rate = SIZES[case.size]
     frames = max(1, round(args.seconds * rate))
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    node_env = dict(env, **dict(setting.split("=", 1) for setting in args.node_env))
     node = subprocess.Popen(
         [args.node, "--ros-args", "-p", "backend:=cpu", "-p", "matching.mode:=none"]
         + sum((["-p", p] for p in args.param), []),
-        env=env, stdout=subprocess.DEVNULL, stderr=open(args.node_log, "a"))
+        env=node_env, stdout=subprocess.DEVNULL, stderr=open(args.node_log, "a"))
     observer = Observer(domain)
     if case.publisher == "cyclone":
         command = [sys.executable, __file__]
@@ -322,6 +323,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=10.0, help="publishing time per case")
     parser.add_argument("--param", action="append", default=[],
                         help="extra node parameter, key:=value (repeatable)")
+    parser.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set in the node's environment only, e.g. the r2r node's "
+                             "FASTRTPS_DEFAULT_PROFILES_FILE; repeatable")
     parser.add_argument("--domain", type=int, default=170, help="first ROS domain used")
     parser.add_argument("--node-log", default="/tmp/transport_bench_node.log")
     parser.add_argument("--json", help="also write the rows here")

@@ -4,11 +4,11 @@
 use cudarc::driver::{result, CudaStream, PushKernelArg};
 
 use crate::config::SiftConfig;
-use crate::cpu::sift::extrema::prefilter_threshold;
 use crate::cuda::branch::Branch;
 use crate::cuda::sift::plan::{BlurJob, Plan};
 use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
+use crate::spec::scale_space::prefilter_threshold;
 
 pub fn enqueue(
     stream: &CudaStream,

@@ -1,14 +1,14 @@
 //! The scale-space geometry, blur schedule and buffers of one image size.
 //!
-//! Octave sizes, layer blurs and Gaussian taps come from the CPU reference's builders
-//! (`cpu::sift::pyramid`), so both backends build the same scale space.
+//! Octave sizes, layer blurs and Gaussian taps come from the builders the CPU reference
+//! uses too (`spec::scale_space`), so both backends build the same scale space.
 
 use std::mem::size_of;
 
 use crate::config::SiftConfig;
-use crate::cpu::sift::pyramid::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, Error, ImageError, Result};
+use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 

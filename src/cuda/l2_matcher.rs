@@ -5,12 +5,13 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
 
+use crate::cuda::abi::Knn2;
 use crate::cuda::gpu::{Gpu, GpuDevice};
+use crate::cuda::kernel::Kernel;
 use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
-use crate::cuda::orb::Knn2;
 use crate::error::Result;
 use crate::spec::matching::l2_distance;
 use crate::types::{DescriptorKind, Descriptors};
@@ -82,8 +83,8 @@ struct Scratch {
 /// The L2 k = 2 search: see kernels/match/l2.cu.
 pub struct CudaL2Matcher {
     gpu: Gpu,
-    knn2: CudaFunction,
-    merge: CudaFunction,
+    knn2: Kernel,
+    merge: Kernel,
     /// Blocks of `match_l2_knn2` resident at once on the whole GPU.
     resident_blocks: u32,
     scratch: Option<Scratch>,
@@ -101,11 +102,11 @@ impl CudaL2Matcher {
     /// The search on `device`, with a stream of its own.
     pub(crate) fn on(device: Arc<GpuDevice>) -> Result<Self> {
         let gpu = Gpu::on(device)?;
-        let knn2 = gpu.function("match_l2", "match_l2_knn2")?;
-        let resident_blocks = gpu.persistent_blocks(&knn2, THREADS)?;
+        let knn2 = Kernel::load(&gpu, "match_l2", "match_l2_knn2")?;
+        let resident_blocks = knn2.persistent_blocks(&gpu, THREADS)?;
         let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
-            merge: gpu.function("match_l2", "match_l2_merge")?,
+            merge: Kernel::load(&gpu, "match_l2", "match_l2_merge")?,
             events: [event()?, event()?],
             knn2,
             resident_blocks,
@@ -235,8 +236,8 @@ impl CudaL2Matcher {
         // n_query int4, `nearest_query` (or null) n_train u64, `forward` n_query int3;
         // the grid has one block per query tile and run, as the kernel indexes them.
         unsafe {
-            stream
-                .launch_builder(&self.knn2)
+            self.knn2
+                .args(stream)
                 .arg(&query.0)
                 .arg(&query.1)
                 .arg(&train.0)
@@ -249,8 +250,8 @@ impl CudaL2Matcher {
                     block_dim: (THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 })?;
-            stream
-                .launch_builder(&self.merge)
+            self.merge
+                .args(stream)
                 .arg(&scratch.partial.ptr)
                 .arg(&runs_i32)
                 .arg(&n_query_i32)

@@ -1,11 +1,14 @@
 //! The per-frame launch sequence (everything between upload and downloads), queued
 //! on the pipeline's stream: captured once per image size into a CUDA graph.
 
-use cudarc::driver::{result, CudaStream, PushKernelArg};
+use std::mem::offset_of;
+
+use cudarc::driver::{result, CudaStream};
 
 use crate::config::SiftConfig;
+use crate::cuda::abi::{BlurJob, SiftCounters};
 use crate::cuda::branch::Branch;
-use crate::cuda::sift::plan::{BlurJob, Plan};
+use crate::cuda::sift::plan::Plan;
 use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
@@ -31,9 +34,13 @@ pub fn enqueue(
     let cand_capacity = plan.candidate_capacity as i32;
     let kp_capacity = plan.keypoint_capacity as i32;
     let counters = plan.counters.ptr;
-    let (candidate_count, extremum_count, keypoint_count, duplicate_count) =
-        (counters, counters + 4, counters + 8, counters + 12);
-    let (orientation_queue, describe_queue) = (counters + 16, counters + 20);
+    let counter = |offset: usize| counters + offset as u64;
+    let candidate_count = counter(offset_of!(SiftCounters, candidates));
+    let extremum_count = counter(offset_of!(SiftCounters, extrema));
+    let keypoint_count = counter(offset_of!(SiftCounters, keypoints));
+    let duplicate_count = counter(offset_of!(SiftCounters, duplicates));
+    let orientation_queue = counter(offset_of!(SiftCounters, orientation_queue));
+    let describe_queue = counter(offset_of!(SiftCounters, describe_queue));
     let kp = plan.keypoint_capacity as u64 * 4;
     let (less, equal_before, stronger) =
         (plan.ranks.ptr, plan.ranks.ptr + kp, plan.ranks.ptr + 2 * kp);
@@ -57,8 +64,8 @@ pub fn enqueue(
             let jobs = job_table(stage.first_job);
             let tiles = stage.tiles as i32;
             let blur = k.blur_for(stage);
-            stream
-                .launch_builder(&blur.function)
+            blur.kernel
+                .args(stream)
                 .arg(&jobs)
                 .arg(&stage.n_jobs)
                 .arg(&tiles)
@@ -71,9 +78,10 @@ pub fn enqueue(
             // block beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
             if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
-                branch
-                    .fork(stream)?
-                    .launch_builder(&k.small_octaves.function)
+                let side = branch.fork(stream)?;
+                k.small_octaves
+                    .kernel
+                    .args(side)
                     .arg(&job_table(small.first_job))
                     .arg(&small.n_jobs)
                     .arg(&small.max_width)
@@ -87,8 +95,9 @@ pub fn enqueue(
             }
         }
         let extrema = |octave_begin: i32, octave_end: i32| {
-            stream
-                .launch_builder(&k.extrema.function)
+            k.extrema
+                .kernel
+                .args(stream)
                 .arg(&plan.pyramid.ptr)
                 .arg(&plan.octave_table.ptr)
                 .arg(&octave_begin)
@@ -113,8 +122,9 @@ pub fn enqueue(
                 extrema(0, n_octaves)?;
             }
         }
-        stream
-            .launch_builder(&k.refine.function)
+        k.refine
+            .kernel
+            .args(stream)
             .arg(&plan.pyramid.ptr)
             .arg(&plan.octave_table.ptr)
             .arg(&n_layers)
@@ -136,8 +146,9 @@ pub fn enqueue(
             .arg(&ext_scale.ptr)
             .arg(&ext_response.ptr)
             .launch(k.refine.persistent())?;
-        stream
-            .launch_builder(&k.orientation.function)
+        k.orientation
+            .kernel
+            .args(stream)
             .arg(&plan.pyramid.ptr)
             .arg(&plan.octave_table.ptr)
             .arg(&first_octave)
@@ -161,8 +172,9 @@ pub fn enqueue(
             .arg(&kp_response.ptr)
             .arg(&kp_ol.ptr)
             .launch(k.orientation.persistent())?;
-        stream
-            .launch_builder(&k.rank_keys.function)
+        k.rank_keys
+            .kernel
+            .args(stream)
             .arg(&keypoint_count)
             .arg(&kp_capacity)
             .arg(&kp_x.ptr)
@@ -175,8 +187,9 @@ pub fn enqueue(
             .arg(&plan.duplicates.ptr)
             .launch(k.rank_keys.persistent())?;
         if config.max_features > 0 {
-            stream
-                .launch_builder(&k.rank_responses.function)
+            k.rank_responses
+                .kernel
+                .args(stream)
                 .arg(&keypoint_count)
                 .arg(&kp_capacity)
                 .arg(&duplicate_count)
@@ -190,8 +203,9 @@ pub fn enqueue(
                 .arg(&stronger)
                 .launch(k.rank_responses.persistent())?;
         }
-        stream
-            .launch_builder(&k.place.function)
+        k.place
+            .kernel
+            .args(stream)
             .arg(&keypoint_count)
             .arg(&kp_capacity)
             .arg(&duplicate_count)
@@ -218,8 +232,9 @@ pub fn enqueue(
             .arg(&plan.out_octave_layer.ptr)
             .launch(k.place.persistent())?;
         let root_sift = i32::from(config.root_sift);
-        stream
-            .launch_builder(&k.describe.function)
+        k.describe
+            .kernel
+            .args(stream)
             .arg(&plan.pyramid.ptr)
             .arg(&plan.octave_table.ptr)
             .arg(&first_octave)

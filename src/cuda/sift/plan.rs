@@ -6,6 +6,7 @@
 use std::mem::size_of;
 
 use crate::config::SiftConfig;
+use crate::cuda::abi::{BlurJob, SiftCounters, SiftOctave};
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
@@ -45,36 +46,6 @@ pub const DESCRIPTOR_BYTES: usize = 128;
 pub struct DeviceLimits {
     pub sms: usize,
     pub shared_per_block: usize,
-}
-
-/// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SiftOctave {
-    pub width: i32,
-    pub height: i32,
-    pub gauss: i32,
-    pub dog: i32,
-}
-
-/// Mirrors `BlurJob` in kernels/sift/pyramid.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BlurJob {
-    source: i32,
-    src_offset: i32,
-    src_width: i32,
-    src_height: i32,
-    width: i32,
-    height: i32,
-    gauss_out: i32,
-    dog_out: i32,
-    taps: i32,
-    radius: i32,
-    tiles_x: i32,
-    tile_start: i32,
-    tile_w: i32,
-    tile_h: i32,
 }
 
 const SOURCE_PLANE: i32 = 0;
@@ -236,8 +207,7 @@ pub struct Plan {
     pub taps: DeviceBuffer,
     pub frame: Staged,
     pub pyramid: DeviceBuffer,
-    /// candidates, extrema, keypoints, duplicates, then the orientation and descriptor
-    /// work queues: zeroed each frame.
+    /// One [`SiftCounters`], zeroed each frame.
     pub counters: DeviceBuffer,
     pub candidates: [DeviceBuffer; 3],
     pub extrema: [DeviceBuffer; 7],
@@ -292,7 +262,7 @@ impl Plan {
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
-            counters: words(6)?,
+            counters: buffer(size_of::<SiftCounters>())?,
             candidates: [words(cand)?, words(cand)?, words(cand)?],
             extrema: [
                 words(kp)?,
@@ -375,7 +345,8 @@ impl PlanBytes {
             scale_space: floats.max(1) * size_of::<f32>(),
             // counters; candidates (3 arrays); extrema (7), keypoints (6), ranks (3),
             // duplicates; out_octave_layer.
-            work: (6 + 3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
+            work: size_of::<SiftCounters>()
+                + (3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
             tables: octaves.len() * size_of::<SiftOctave>()
                 + schedule.jobs.len() * size_of::<BlurJob>()
                 + taps.values.len() * size_of::<f32>(),

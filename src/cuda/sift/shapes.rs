@@ -5,9 +5,10 @@
 
 use std::ffi::c_int;
 
-use cudarc::driver::{CudaFunction, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 
 use crate::cuda::gpu::Gpu;
+use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
 use crate::error::Result;
 
@@ -54,7 +55,7 @@ const fn describe_shared_memory(threads: u32) -> u32 {
 
 /// A kernel and how it is launched.
 pub struct Launch {
-    pub function: CudaFunction,
+    pub kernel: Kernel,
     /// Persistent grid: blocks per SM x SMs.
     pub blocks: u32,
     pub threads: u32,
@@ -116,35 +117,40 @@ impl Kernels {
         let shared_limit = gpu.ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )? as u32;
-        let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
-            let function = gpu.function(module, name)?;
+        let fixed = |module, name, threads: u32, shared: u32| -> Result<Launch> {
+            let kernel = Kernel::load(gpu, module, name)?;
             if shared > 48 * 1024 {
-                function.set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared as i32,
-                )?;
+                kernel
+                    .function()
+                    .set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        shared as i32,
+                    )
+                    .map_err(|source| kernel.error(source))?;
             }
             Ok(Launch {
-                blocks: gpu.resident_blocks(&function, threads, shared)?,
-                function,
+                blocks: kernel.resident_blocks(gpu, threads, shared)?,
+                kernel,
                 threads,
                 shared,
             })
         };
-        let sized = |module: &str,
-                     name: &str,
+        let sized = |module,
+                     name,
                      shared_of: extern "C" fn(c_int) -> usize,
                      max_threads: u32|
          -> Result<Launch> {
-            let function = gpu.function(module, name)?;
-            let (_, threads) =
-                function.occupancy_max_potential_block_size(shared_of, 0, max_threads, None)?;
+            let kernel = Kernel::load(gpu, module, name)?;
+            let (_, threads) = kernel
+                .function()
+                .occupancy_max_potential_block_size(shared_of, 0, max_threads, None)
+                .map_err(|source| kernel.error(source))?;
             // Warp-per-item kernels need whole warps.
             let threads = (threads / WARP).max(1) * WARP;
             let shared = shared_of(threads as c_int) as u32;
             Ok(Launch {
-                blocks: gpu.resident_blocks(&function, threads, shared)?,
-                function,
+                blocks: kernel.resident_blocks(gpu, threads, shared)?,
+                kernel,
                 threads,
                 shared,
             })

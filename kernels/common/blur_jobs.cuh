@@ -6,11 +6,8 @@
 
 #include "common/abi.cuh"
 
-// Where a job's input level comes from.
-#define SOURCE_PLANE 0            // a float plane of the output's size
-#define SOURCE_PLANE_HALVED 1     // every second pixel of a float plane twice as large
-#define SOURCE_FRAME 2            // the u8 frame
-#define SOURCE_FRAME_UPSAMPLED 3  // the u8 frame, upsampled 2x bilinearly
+// Where a job's input level comes from: SOURCE_PLANE, SOURCE_PLANE_HALVED, SOURCE_FRAME
+// or SOURCE_FRAME_UPSAMPLED, -D defines from src/cuda/abi.rs (which says what each is).
 
 // Mirrored in src/cuda/abi.rs: change both together (the ABI_ checks below tell a mismatch).
 struct BlurJob {

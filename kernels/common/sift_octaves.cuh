@@ -29,7 +29,7 @@ ABI_OFFSET(SiftCounters, duplicates, 12);
 ABI_OFFSET(SiftCounters, orientation_queue, 16);
 ABI_OFFSET(SiftCounters, describe_queue, 20);
 
-#define SIFT_MAX_OCTAVES 32
+// SIFT_MAX_OCTAVES, the octaves a table may hold, is a -D define (src/cuda/abi.rs).
 // OpenCV's SIFT_IMG_BORDER: no candidate this close to an octave's border.
 #define SIFT_IMG_BORDER 5
 

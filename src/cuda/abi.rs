@@ -82,6 +82,49 @@ pub const ORB_DEFINES: &[Define] = &[
     define!(PATCH_ROW_WORDS),
 ];
 
+/// Octaves a SIFT octave table may hold.
+pub const SIFT_MAX_OCTAVES: usize = 32;
+/// The largest blur tile of the SIFT pyramid: the shared arrays are sized for it.
+pub const TILE_W: usize = 64;
+pub const TILE_H: usize = 32;
+/// Threads of a SIFT blur block.
+pub const BLUR_THREADS: u32 = 256;
+/// Threads of the one `sift_small_octaves` block.
+pub const SMALL_THREADS: u32 = 1024;
+/// Outputs per thread and pass of `sift_small_octaves`.
+pub const SMALL_RUN: usize = 4;
+/// The widest Gaussian `sift_small_octaves` blurs with: the host sends octaves there
+/// only when every level's radius is at most this.
+pub const SMALL_MAX_RADIUS: usize = 16;
+/// Threads of a `sift_rank_keys` / `sift_rank_responses` block, and its shared tile.
+pub const RANK_TILE: u32 = 256;
+/// Bins of a keypoint's orientation histogram.
+pub const ORIENTATION_BINS: usize = 36;
+/// Where a SIFT blur job's input level comes from (`BlurJob::source`): a float plane
+/// of the output's size, every second pixel of a plane twice as large, the u8 frame,
+/// the frame upsampled 2x bilinearly.
+pub const SOURCE_PLANE: i32 = 0;
+pub const SOURCE_PLANE_HALVED: i32 = 1;
+pub const SOURCE_FRAME: i32 = 2;
+pub const SOURCE_FRAME_UPSAMPLED: i32 = 3;
+
+/// The defines of the SIFT modules.
+pub const SIFT_DEFINES: &[Define] = &[
+    define!(SIFT_MAX_OCTAVES),
+    define!(TILE_W),
+    define!(TILE_H),
+    define!(BLUR_THREADS),
+    define!(SMALL_THREADS),
+    define!(SMALL_RUN),
+    define!(SMALL_MAX_RADIUS),
+    define!(RANK_TILE),
+    define!(ORIENTATION_BINS),
+    define!(SOURCE_PLANE),
+    define!(SOURCE_PLANE_HALVED),
+    define!(SOURCE_FRAME),
+    define!(SOURCE_FRAME_UPSAMPLED),
+];
+
 /// The defines of the Hamming matcher's module.
 pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS)];
 
@@ -345,7 +388,7 @@ mod tests {
 
     #[test]
     fn defines_have_distinct_names() {
-        for defines in [ORB_DEFINES, HAMMING_DEFINES] {
+        for defines in [ORB_DEFINES, HAMMING_DEFINES, SIFT_DEFINES] {
             let names: BTreeSet<&str> = defines.iter().map(|d| d.name).collect();
             assert_eq!(names.len(), defines.len());
         }

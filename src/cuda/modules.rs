@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::cuda::abi::{Define, HAMMING_DEFINES, ORB_DEFINES};
+use crate::cuda::abi::{Define, HAMMING_DEFINES, ORB_DEFINES, SIFT_DEFINES};
 use crate::cuda::compiler::{compile_cubin, nvrtc_version, Arch};
 use crate::error::{CudaError, Error, Result};
 use Rounding::{Contracted, Exact, Fast};
@@ -121,38 +121,43 @@ pub const MODULES: [KernelModule; 14] = [
         "sift_pyramid",
         kernel_file!("sift/pyramid.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
     module(
         "sift_small_octaves",
         kernel_file!("sift/small_octaves.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
     module(
         "sift_extrema",
         kernel_file!("sift/extrema.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
     module(
         "sift_refine",
         kernel_file!("sift/refine.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
     module(
         "sift_orientation",
         kernel_file!("sift/orientation.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
-    module("sift_order", kernel_file!("sift/order.cu"), Exact, &[]),
+    module(
+        "sift_order",
+        kernel_file!("sift/order.cu"),
+        Exact,
+        SIFT_DEFINES,
+    ),
     module(
         "sift_describe",
         kernel_file!("sift/describe.cu"),
         Contracted,
-        &[],
+        SIFT_DEFINES,
     ),
 ];
 

@@ -6,20 +6,18 @@
 use std::mem::size_of;
 
 use crate::config::SiftConfig;
-use crate::cuda::abi::{BlurJob, SiftCounters, SiftOctave};
+use crate::cuda::abi::{
+    BlurJob, SiftCounters, SiftOctave, SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN, SOURCE_FRAME,
+    SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, TILE_H, TILE_W,
+};
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-/// `SIFT_MAX_OCTAVES` of kernels/common/sift_octaves.cuh.
-pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
 pub const MAX_RADIUS: usize = 32;
-/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
-pub const TILE_W: usize = 64;
-pub const TILE_H: usize = 32;
 /// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
 pub const BLUR_KERNEL_RADII: [usize; 3] = [8, 16, MAX_RADIUS];
 /// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
@@ -35,9 +33,6 @@ const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16)
 /// H200: from 80x60 or 120x67 on, one SM takes longer over the octaves than the tiled
 /// launches it replaces.
 const SMALL_OCTAVE_MAX_PIXELS: usize = 2048;
-/// `SMALL_MAX_RADIUS` and `RUN` of kernels/sift/small_octaves.cu.
-const SMALL_MAX_RADIUS: usize = 16;
-const SMALL_RUN: usize = 4;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// What the device gives a plan: the SMs its grids spread over (all, or `--sm-limit`;
@@ -47,11 +42,6 @@ pub struct DeviceLimits {
     pub sms: usize,
     pub shared_per_block: usize,
 }
-
-const SOURCE_PLANE: i32 = 0;
-const SOURCE_PLANE_HALVED: i32 = 1;
-const SOURCE_FRAME: i32 = 2;
-const SOURCE_FRAME_UPSAMPLED: i32 = 3;
 
 /// The octaves made by `sift_small_octaves` in one block: `n_jobs` jobs from
 /// `first_job` of the job table, in order, on a side branch of the frame's graph.
@@ -403,7 +393,7 @@ fn octave_table(
     let (mut w, mut h) = (width * scale, height * scale);
     let mut octaves = Vec::new();
     let mut floats = 0usize;
-    for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
+    for o in 0..octave_count(width, height, config.upscale).min(SIFT_MAX_OCTAVES) {
         if o > 0 {
             // As the CPU reference: stop before an octave whose source is under 2x2.
             if w < 2 || h < 2 {

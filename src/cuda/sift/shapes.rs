@@ -7,22 +7,16 @@ use std::ffi::c_int;
 
 use cudarc::driver::LaunchConfig;
 
+use crate::cuda::abi::{BLUR_THREADS, ORIENTATION_BINS, RANK_TILE, SMALL_THREADS};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
 use crate::error::Result;
 
-/// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
-/// shared tiles are sized for it.
-pub const BLUR_THREADS: u32 = 256;
-/// `SMALL_THREADS` of kernels/sift/small_octaves.cu: one block makes the small octaves.
-const SMALL_OCTAVE_THREADS: u32 = 1024;
-pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats: orientation, a 36-bin histogram column per thread (rows padded by
-/// one), a 36-bin sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
+/// Shared floats: orientation, a histogram column per thread (rows padded by one), a
+/// histogram sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
 /// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
-const ORIENTATION_BINS: usize = 36;
 const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
 const DESCRIBE_VALUES: usize = 128;
 /// Warps that share one keypoint in the orientation kernel, at most: beyond this most
@@ -179,7 +173,7 @@ impl Kernels {
             small_octaves: fixed(
                 "sift_small_octaves",
                 "sift_small_octaves",
-                SMALL_OCTAVE_THREADS,
+                SMALL_THREADS,
                 shared_limit,
             )?,
             limits: DeviceLimits {
@@ -204,8 +198,8 @@ impl Kernels {
                 orientation_shared_memory,
                 ORIENTATION_MAX_THREADS,
             )?,
-            rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
-            rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
+            rank_keys: fixed("sift_order", "sift_rank_keys", RANK_TILE, 0)?,
+            rank_responses: fixed("sift_order", "sift_rank_responses", RANK_TILE, 0)?,
             place: sized(
                 "sift_order",
                 "sift_place",

@@ -125,6 +125,14 @@ pub const SIFT_DEFINES: &[Define] = &[
     define!(SOURCE_FRAME_UPSAMPLED),
 ];
 
+/// Queries per `match_l2_knn2` block, and train descriptors per shared-memory tile.
+pub const L2_TILE: usize = 128;
+/// Threads of a `match_l2_knn2` block.
+pub const L2_THREADS: u32 = 256;
+
+/// The defines of the L2 matcher's module.
+pub const L2_DEFINES: &[Define] = &[define!(L2_TILE), define!(L2_THREADS)];
+
 /// The defines of the Hamming matcher's module.
 pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS)];
 
@@ -388,7 +396,7 @@ mod tests {
 
     #[test]
     fn defines_have_distinct_names() {
-        for defines in [ORB_DEFINES, HAMMING_DEFINES, SIFT_DEFINES] {
+        for defines in [ORB_DEFINES, HAMMING_DEFINES, L2_DEFINES, SIFT_DEFINES] {
             let names: BTreeSet<&str> = defines.iter().map(|d| d.name).collect();
             assert_eq!(names.len(), defines.len());
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
 use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
 
-use crate::cuda::abi::Knn2;
+use crate::cuda::abi::{Knn2, L2_THREADS, L2_TILE};
 use crate::cuda::gpu::{Gpu, GpuDevice};
 use crate::cuda::kernel::Kernel;
 use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
@@ -16,10 +16,6 @@ use crate::error::Result;
 use crate::spec::matching::l2_distance;
 use crate::types::{DescriptorKind, Descriptors};
 
-/// Queries per block and train descriptors per shared-memory tile (`TILE` in l2.cu).
-const TILE: usize = 128;
-/// Threads per block of `match_l2_knn2` (`THREADS` in l2.cu).
-const THREADS: u32 = 256;
 /// Threads per block of `match_l2_merge`.
 const MERGE_THREADS: u32 = 256;
 /// Bytes of one `partial` record (`int4`).
@@ -45,7 +41,7 @@ impl DeviceDescriptors {
     }
 }
 
-/// How `match_l2_knn2` covers the pairs: blocks of `TILE` queries times runs of
+/// How `match_l2_knn2` covers the pairs: blocks of `L2_TILE` queries times runs of
 /// `tiles_per_run` train tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Launch {
@@ -58,8 +54,8 @@ impl Launch {
     /// Splits the train set into as many runs as keep the grid within one wave of
     /// `resident_blocks` (few queries would otherwise leave most SMs idle), no run empty.
     fn new(n_query: usize, n_train: usize, resident_blocks: u32) -> Self {
-        let query_tiles = n_query.div_ceil(TILE).max(1) as u32;
-        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        let query_tiles = n_query.div_ceil(L2_TILE).max(1) as u32;
+        let train_tiles = n_train.div_ceil(L2_TILE).max(1) as u32;
         let runs = (resident_blocks / query_tiles).clamp(1, train_tiles);
         let tiles_per_run = train_tiles.div_ceil(runs);
         Self {
@@ -103,7 +99,7 @@ impl CudaL2Matcher {
     pub(crate) fn on(device: Arc<GpuDevice>) -> Result<Self> {
         let gpu = Gpu::on(device)?;
         let knn2 = Kernel::load(&gpu, "match_l2", "match_l2_knn2")?;
-        let resident_blocks = knn2.persistent_blocks(&gpu, THREADS)?;
+        let resident_blocks = knn2.persistent_blocks(&gpu, L2_THREADS)?;
         let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
             merge: Kernel::load(&gpu, "match_l2", "match_l2_merge")?,
@@ -247,7 +243,7 @@ impl CudaL2Matcher {
                 .arg(&nearest_query)
                 .launch(LaunchConfig {
                     grid_dim: (launch.query_tiles, launch.runs, 1),
-                    block_dim: (THREADS, 1, 1),
+                    block_dim: (L2_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 })?;
             self.merge
@@ -334,7 +330,7 @@ mod tests {
 
     /// Every train tile lies in exactly one run and no run is empty.
     fn assert_covers(launch: Launch, n_train: usize) {
-        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        let train_tiles = n_train.div_ceil(L2_TILE).max(1) as u32;
         assert!(launch.runs >= 1 && launch.tiles_per_run >= 1, "{launch:?}");
         assert!(
             launch.runs * launch.tiles_per_run >= train_tiles,
@@ -361,7 +357,7 @@ mod tests {
             for n_train in [1, 2, 127, 128, 129, 7000, 100_000] {
                 for resident in [1, 8, 264, 1000] {
                     let launch = Launch::new(n_query, n_train, resident);
-                    assert_eq!(launch.query_tiles as usize, n_query.div_ceil(TILE));
+                    assert_eq!(launch.query_tiles as usize, n_query.div_ceil(L2_TILE));
                     assert_covers(launch, n_train);
                     if launch.runs > 1 {
                         assert!(launch.query_tiles * launch.runs <= resident, "{launch:?}");

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::cuda::abi::{Define, HAMMING_DEFINES, ORB_DEFINES, SIFT_DEFINES};
+use crate::cuda::abi::{Define, HAMMING_DEFINES, L2_DEFINES, ORB_DEFINES, SIFT_DEFINES};
 use crate::cuda::compiler::{compile_cubin, nvrtc_version, Arch};
 use crate::error::{CudaError, Error, Result};
 use Rounding::{Contracted, Exact, Fast};
@@ -116,7 +116,7 @@ pub const MODULES: [KernelModule; 14] = [
         HAMMING_DEFINES,
     ),
     // Integer distances only: fast math changes nothing.
-    module("match_l2", kernel_file!("match/l2.cu"), Fast, &[]),
+    module("match_l2", kernel_file!("match/l2.cu"), Fast, L2_DEFINES),
     module(
         "sift_pyramid",
         kernel_file!("sift/pyramid.cu"),

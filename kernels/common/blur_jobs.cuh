@@ -4,13 +4,12 @@
 // a level is the same float for float whichever kernel made it.
 #pragma once
 
-// Where a job's input level comes from.
-#define SOURCE_PLANE 0            // a float plane of the output's size
-#define SOURCE_PLANE_HALVED 1     // every second pixel of a float plane twice as large
-#define SOURCE_FRAME 2            // the u8 frame
-#define SOURCE_FRAME_UPSAMPLED 3  // the u8 frame, upsampled 2x bilinearly
+#include "common/abi.cuh"
 
-// Mirrors `BlurJob` in src/cuda/sift/plan.rs (repr(C), fourteen i32).
+// Where a job's input level comes from: SOURCE_PLANE, SOURCE_PLANE_HALVED, SOURCE_FRAME
+// or SOURCE_FRAME_UPSAMPLED, -D defines from src/cuda/abi.rs (which says what each is).
+
+// Mirrored in src/cuda/abi.rs: change both together (the ABI_ checks below tell a mismatch).
 struct BlurJob {
     int source;
     int src_offset;              // first float of the source plane (plane sources)
@@ -24,6 +23,21 @@ struct BlurJob {
     int tile_start;              // first tile of this job among the launch's tiles
     int tile_w, tile_h;          // pyramid.cu's tile (at most TILE_W x TILE_H)
 };
+ABI_SIZE(BlurJob, 56);
+ABI_OFFSET(BlurJob, source, 0);
+ABI_OFFSET(BlurJob, src_offset, 4);
+ABI_OFFSET(BlurJob, src_width, 8);
+ABI_OFFSET(BlurJob, src_height, 12);
+ABI_OFFSET(BlurJob, width, 16);
+ABI_OFFSET(BlurJob, height, 20);
+ABI_OFFSET(BlurJob, gauss_out, 24);
+ABI_OFFSET(BlurJob, dog_out, 28);
+ABI_OFFSET(BlurJob, taps, 32);
+ABI_OFFSET(BlurJob, radius, 36);
+ABI_OFFSET(BlurJob, tiles_x, 40);
+ABI_OFFSET(BlurJob, tile_start, 44);
+ABI_OFFSET(BlurJob, tile_w, 48);
+ABI_OFFSET(BlurJob, tile_h, 52);
 
 // Calls body(minor, major) for every item of a minor_count x major_count grid, the
 // block's threads blockDim.x items apart, consecutive threads on consecutive minors,

@@ -3,10 +3,9 @@
 // (cuLaunchCooperativeKernel), which refuses a grid larger than the device holds.
 #pragma once
 
-// Word of the generation: its own 128-byte line, so that the blocks polling it do not
-// queue behind the arrivals' atomics on the counter's line. Mirrors
-// GRID_BARRIER_WORDS - 1 in src/cuda/orb.rs.
-#define GRID_BARRIER_GENERATION 32
+// GRID_BARRIER_GENERATION (a -D define from src/cuda/abi.rs, which sizes the buffer):
+// the word of the generation, on its own 128-byte line, so that the blocks polling it
+// do not queue behind the arrivals' atomics on the counter's line.
 
 // `state[0]` counts arrivals (returns to 0 after each barrier),
 // `state[GRID_BARRIER_GENERATION]` is the generation; both start at 0 when the buffer

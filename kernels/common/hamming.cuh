@@ -1,9 +1,15 @@
 // 256-bit descriptors as eight 32-bit words: Hamming distance, and the warp-wide k = 2 search.
+// DESC_WORDS, words of a descriptor, is a -D define (src/cuda/abi.rs).
 #pragma once
 
+#include "common/abi.cuh"
 #include "common/best2.cuh"
 
-#define DESC_WORDS 8
+// A query's (best index, best, second best) as the host reads it (`Knn2`, src/cuda/abi.rs).
+ABI_SIZE(int3, 12);
+ABI_OFFSET(int3, x, 0);
+ABI_OFFSET(int3, y, 4);
+ABI_OFFSET(int3, z, 8);
 
 __device__ __forceinline__ int hamming256(const unsigned int* a, const unsigned int* b) {
     int d = 0;

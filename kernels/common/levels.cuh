@@ -1,6 +1,9 @@
-// Pyramid level geometry shared by the ORB kernels. Mirrors `OrbLevel` in
-// src/cuda/orb.rs (repr(C), fourteen i32): change both together.
+// Pyramid level geometry shared by the ORB kernels. `OrbLevel` is mirrored in
+// src/cuda/abi.rs: change both together (the ABI_ checks below tell a mismatch).
+// ORB_MAX_LEVELS comes from the host as a -D define (src/cuda/abi.rs).
 #pragma once
+
+#include "common/abi.cuh"
 
 struct OrbLevel {
     int width, height;
@@ -15,11 +18,24 @@ struct OrbLevel {
     int cand_capacity; // slots of the level: more than strict 3x3 NMS can keep
     int corner_words;  // first word of the level's corner bitmap (corner_row_words per row)
 };
+ABI_SIZE(OrbLevel, 56);
+ABI_OFFSET(OrbLevel, width, 0);
+ABI_OFFSET(OrbLevel, height, 4);
+ABI_OFFSET(OrbLevel, offset, 8);
+ABI_OFFSET(OrbLevel, taps_x, 12);
+ABI_OFFSET(OrbLevel, taps_y, 16);
+ABI_OFFSET(OrbLevel, edge, 20);
+ABI_OFFSET(OrbLevel, n_cols, 24);
+ABI_OFFSET(OrbLevel, n_rows, 28);
+ABI_OFFSET(OrbLevel, cell_w, 32);
+ABI_OFFSET(OrbLevel, cell_h, 36);
+ABI_OFFSET(OrbLevel, cell_offset, 40);
+ABI_OFFSET(OrbLevel, cand_offset, 44);
+ABI_OFFSET(OrbLevel, cand_capacity, 48);
+ABI_OFFSET(OrbLevel, corner_words, 52);
 
 // Words of a row of a level's corner bitmap: bit b of word w is pixel 32w + b.
 __device__ __forceinline__ int corner_row_words(int width) { return (width + 31) / 32; }
-
-#define ORB_MAX_LEVELS 32
 
 // Copies the level table into shared memory; call from every thread, then __syncthreads().
 __device__ __forceinline__ void load_levels(OrbLevel* dst, const OrbLevel* src, int n_levels) {

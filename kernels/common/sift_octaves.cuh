@@ -1,14 +1,35 @@
-// Scale-space geometry shared by the SIFT kernels. Mirrors `SiftOctave` in
-// src/cuda/sift/plan.rs (repr(C), four i32): change both together.
+// Scale-space geometry shared by the SIFT kernels. `SiftOctave` is mirrored in
+// src/cuda/abi.rs: change both together (the ABI_ checks below tell a mismatch).
 #pragma once
+
+#include "common/abi.cuh"
 
 struct SiftOctave {
     int width, height;
     int gauss;        // first float of Gaussian plane 0; plane l at gauss + l * width * height
     int dog;          // first float of DoG plane 0, laid out the same way
 };
+ABI_SIZE(SiftOctave, 16);
+ABI_OFFSET(SiftOctave, width, 0);
+ABI_OFFSET(SiftOctave, height, 4);
+ABI_OFFSET(SiftOctave, gauss, 8);
+ABI_OFFSET(SiftOctave, dog, 12);
 
-#define SIFT_MAX_OCTAVES 32
+// The pipeline's counters, zeroed each frame; the kernels take a pointer to the one
+// they advance. sift_place copies the first four, in this order, into the summary.
+struct SiftCounters {
+    unsigned int candidates, extrema, keypoints, duplicates;
+    unsigned int orientation_queue, describe_queue;  // work queues (common/block_queue.cuh)
+};
+ABI_SIZE(SiftCounters, 24);
+ABI_OFFSET(SiftCounters, candidates, 0);
+ABI_OFFSET(SiftCounters, extrema, 4);
+ABI_OFFSET(SiftCounters, keypoints, 8);
+ABI_OFFSET(SiftCounters, duplicates, 12);
+ABI_OFFSET(SiftCounters, orientation_queue, 16);
+ABI_OFFSET(SiftCounters, describe_queue, 20);
+
+// SIFT_MAX_OCTAVES, the octaves a table may hold, is a -D define (src/cuda/abi.rs).
 // OpenCV's SIFT_IMG_BORDER: no candidate this close to an octave's border.
 #define SIFT_IMG_BORDER 5
 

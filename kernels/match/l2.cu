@@ -3,7 +3,7 @@
 //
 // |q - t|^2 = |q|^2 + |t|^2 - 2 q.t in integers (at most 128 * 255^2, no overflow): the
 // dot products are a GEMM-like tile product with __dp4a (four u8 products per
-// instruction). A block takes TILE queries and a contiguous run of TILE-train tiles
+// instruction). A block takes L2_TILE queries and a contiguous run of L2_TILE-train tiles
 // (blockIdx.y picks the run), both staged in shared memory; each of its 16x16 threads
 // owns an 8x8 micro-tile of pairs (queries ty + 16 i, trains tx + 16 j). Rows are read
 // 8 bytes at a time and padded to 34 words, so the 16 lanes of a half warp read 16
@@ -11,8 +11,8 @@
 // Each run writes its queries' two nearest; match_l2_merge folds the runs together.
 #include "common/best2.cuh"
 
-#define TILE 128
-#define THREADS 256
+// L2_TILE (queries per block and train descriptors per tile) and L2_THREADS (a block's
+// threads) are -D defines from src/cuda/abi.rs.
 #define MICRO 8
 #define WORDS 32                 // 128 bytes as 32-bit words
 #define STRIDE (WORDS + 2)       // padded row: consecutive rows start 2 banks apart
@@ -22,7 +22,7 @@
 __device__ __forceinline__ void load_tile(const uint4* __restrict__ src, int base, int count,
                                           unsigned int* rows, unsigned int* norms) {
 #pragma unroll
-    for (int k = threadIdx.x; k < TILE * 8; k += THREADS) {
+    for (int k = threadIdx.x; k < L2_TILE * 8; k += L2_THREADS) {
         const int row = k >> 3, chunk = k & 7;
         const uint4 v = row < count ? src[(size_t)(base + row) * 8 + chunk] : make_uint4(0, 0, 0, 0);
         uint2* to = reinterpret_cast<uint2*>(rows + row * STRIDE + 4 * chunk);
@@ -42,18 +42,18 @@ __device__ __forceinline__ void load_tile(const uint4* __restrict__ src, int bas
 // nearest_query (one per train descriptor, `distance << 32 | query`, preset to all ones)
 // receives each train descriptor's nearest query when the caller wants the cross-check;
 // null otherwise. partial[blockIdx.y * n_query + q] = (best index, best, second, 0).
-extern "C" __global__ void __launch_bounds__(THREADS, 2) match_l2_knn2(
+extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(
     const uint4* __restrict__ query, int n_query, const uint4* __restrict__ train, int n_train,
     int tiles_per_run, int4* __restrict__ partial, unsigned long long* __restrict__ nearest_query) {
-    __shared__ __align__(8) unsigned int query_rows[TILE * STRIDE];
-    __shared__ __align__(8) unsigned int train_rows[TILE * STRIDE];
-    __shared__ unsigned int query_norms[TILE];
-    __shared__ unsigned int train_norms[TILE];
-    __shared__ unsigned long long column_nearest[TILE];
+    __shared__ __align__(8) unsigned int query_rows[L2_TILE * STRIDE];
+    __shared__ __align__(8) unsigned int train_rows[L2_TILE * STRIDE];
+    __shared__ unsigned int query_norms[L2_TILE];
+    __shared__ unsigned int train_norms[L2_TILE];
+    __shared__ unsigned long long column_nearest[L2_TILE];
 
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-    const int q0 = blockIdx.x * TILE;
-    const int query_count = min(TILE, n_query - q0);
+    const int q0 = blockIdx.x * L2_TILE;
+    const int query_count = min(L2_TILE, n_query - q0);
     const bool mutual = nearest_query != nullptr;
     load_tile(query, q0, query_count, query_rows, query_norms);
 
@@ -61,13 +61,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) match_l2_knn2(
 #pragma unroll
     for (int i = 0; i < MICRO; ++i) best[i] = best2_empty();
 
-    const int n_tiles = (n_train + TILE - 1) / TILE;
+    const int n_tiles = (n_train + L2_TILE - 1) / L2_TILE;
     const int first = blockIdx.y * tiles_per_run, last = min(first + tiles_per_run, n_tiles);
     int previous_base = -1;
     for (int tile = first; tile < last; ++tile) {
-        const int base = tile * TILE, count = min(TILE, n_train - base);
+        const int base = tile * L2_TILE, count = min(L2_TILE, n_train - base);
         __syncthreads();  // the previous tile is no longer read
-        if (mutual && threadIdx.x < TILE) {
+        if (mutual && threadIdx.x < L2_TILE) {
             if (previous_base >= 0 && previous_base + (int)threadIdx.x < n_train)
                 atomicMin(&nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
             column_nearest[threadIdx.x] = ~0ull;
@@ -119,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) match_l2_knn2(
     }
     if (mutual) {
         __syncthreads();
-        if (threadIdx.x < TILE && previous_base >= 0 && previous_base + (int)threadIdx.x < n_train)
+        if (threadIdx.x < L2_TILE && previous_base >= 0 && previous_base + (int)threadIdx.x < n_train)
             atomicMin(&nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
     }
 

@@ -8,9 +8,9 @@
 #include "common/levels.cuh"
 #include "common/hamming.cuh"
 
-#define PATCH_RADIUS 19                       // rotated 31x31 pattern reaches 18.4 px
+// PATCH_RADIUS (the rotated 31x31 pattern reaches 18.4 px) and PATCH_ROW_WORDS (a row
+// of PATCH_SIDE bytes in whole words) are -D defines from src/cuda/abi.rs.
 #define PATCH_SIDE (2 * PATCH_RADIUS + 1)
-#define PATCH_ROW_WORDS 10                    // a row of PATCH_SIDE bytes, padded to 40
 #define PATCH_WORDS (PATCH_SIDE * PATCH_ROW_WORDS)
 #define ORIENT_RADIUS 15
 #define WARP 32
@@ -24,8 +24,7 @@ __device__ __forceinline__ int patch_at(const unsigned int* patch, int lane, int
 // Warps per block. A block describes up to 32 keypoints, one per lane (each keypoint's
 // patch in that lane's bank); its warps share the loads, the moment rows, the BRIEF
 // tests and the train set of the fused match, so many warps hide each other's latency.
-// Mirrors DESCRIBE_THREADS in src/cuda/orb.rs.
-#define DESCRIBE_WARPS 16
+// DESCRIBE_WARPS is a -D define (src/cuda/abi.rs).
 #define TESTS_PER_WARP (DESC_WORDS * 32 / DESCRIBE_WARPS)
 
 // Fills rows PATCH_RADIUS - radius ..= PATCH_RADIUS + radius of every lane's private
@@ -83,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
                                               // for every count a resident set takes
     int3* __restrict__ matches,               // (best index, best, second best) per keypoint
     int per_block) {                          // keypoints per block, at most WARP
-    // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb.rs): over the
+    // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb/shapes.rs): over the
     // 48 KB of static shared memory.
     extern __shared__ unsigned int patch[];
     __shared__ DescribeScratch scratch;

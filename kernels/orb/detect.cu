@@ -123,14 +123,13 @@ __device__ __forceinline__ bool may_be_corner(const unsigned char* p, int thresh
 
 // Tiles of the score pass: 64 x 32 pixels, staged in shared memory with the ring's
 // 3-pixel halo, so each pixel's ring loads hit shared memory. Warp w owns rows
-// 4w .. 4w + 3 of the tile (SCORE_THREADS must match the launch in src/cuda/orb.rs).
-#define SCORE_TILE_W 64
-#define SCORE_TILE_H 32
+// 4w .. 4w + 3 of the tile. SCORE_TILE_W, SCORE_TILE_H and SCORE_THREADS come from the
+// host as -D defines (src/cuda/abi.rs), which sizes the launch by them.
 #define RING_RADIUS 3
 #define SCORE_SPAN_W (SCORE_TILE_W + 2 * RING_RADIUS)
 #define SCORE_SPAN_H (SCORE_TILE_H + 2 * RING_RADIUS)
 #define SCORE_PITCH 72
-#define SCORE_THREADS 256
+static_assert(SCORE_PITCH >= SCORE_SPAN_W && SCORE_PITCH % 4 == 0, "a staged row in whole words");
 #define SCORE_WARPS (SCORE_THREADS / 32)
 #define WARP_ROWS (SCORE_TILE_H / SCORE_WARPS)
 #define WARP_PIXELS (SCORE_TILE_W * WARP_ROWS)
@@ -176,7 +175,7 @@ __device__ __forceinline__ void stage_tile(unsigned char (*pixels)[SCORE_PITCH],
 // The separable 7x7 Gaussian (docs/orb-reference.md section 7) of the staged tile, in
 // fixed point: the taps sum to 256, so a horizontal sum fits 16 bits and the two
 // passes scale by 2^16; integer sums are exact, so this is the reference's value.
-// The taps come packed as bytes (each is under 256; src/cuda/orb.rs packs them):
+// The taps come packed as bytes (each is under 256; src/cuda/orb/shapes.rs packs them):
 // `taps_0123` = w0..w3, `taps_456` = w4, w5, w6, 0, `taps_x012` = 0, w0, w1, w2,
 // `taps_3456` = w3..w6. Byte dot products do the arithmetic: __dp4a sums four
 // pixel x tap products, __dp2a two 16-bit row sums x taps.
@@ -403,8 +402,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
 // (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
 #define CELL_LIST 1024
-// Threads of a block, 32 x 4 (CELL_THREADS in src/cuda/orb.rs).
-#define CELL_THREADS 128
+// CELL_THREADS, the threads of a block (32 x 4), is a -D define (src/cuda/abi.rs).
 
 // The candidates of each grid cell, one cell per block at a time (a persistent grid of
 // 32 x 4 threads): the cell uses `fast_threshold` if any of its pixels survives NMS

@@ -8,18 +8,22 @@
 // barrier after each level (a variant that resized two levels per phase, recomputing
 // the first one's pixels, saved four barriers but read each pixel of the second level
 // 16 times: more load traffic than the barriers cost). The grid is no larger than the
-// largest level's runs of pixels need (src/cuda/orb.rs): a block without a run only
+// largest level's runs of pixels need (src/cuda/orb/shapes.rs): a block without a run only
 // adds an arrival to every barrier, and at 640x480 the H200 holds four times more
 // blocks than that.
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
 
 // Fixed-point bilinear tap: destination coordinate -> (source index, weight of the
-// second source pixel out of 256). Built on the host (src/cpu/pyramid.rs).
+// second source pixel out of 256). Built on the host (src/spec/pyramid.rs); mirrored
+// in src/cuda/abi.rs.
 struct ResizeTap {
     int src;
     int w1;
 };
+ABI_SIZE(ResizeTap, 8);
+ABI_OFFSET(ResizeTap, src, 0);
+ABI_OFFSET(ResizeTap, w1, 4);
 
 __device__ __forceinline__ unsigned int blend(unsigned int p00, unsigned int p01, unsigned int p10,
                                               unsigned int p11, ResizeTap tx, ResizeTap ty) {
@@ -33,13 +37,13 @@ __device__ __forceinline__ unsigned int blend(unsigned int p00, unsigned int p01
 // A zero weight means the second tap lies past the border: it is never read.
 __device__ __forceinline__ int second_tap(ResizeTap t) { return t.w1 ? t.src + 1 : t.src; }
 
-// Mirrors RESIZE_RUN in src/cuda/orb.rs, which sizes the grid to level 1's runs.
-#define RESIZE_RUN 128
+// RESIZE_RUN (pixels of a row one warp resizes at a time) and PYRAMID_THREADS come from
+// the host as -D defines (src/cuda/abi.rs), which sizes the grid to level 1's runs.
 
 // At most 32 registers (8 blocks of 256 threads per SM, as before the run stepping
 // below took 40): the grid is sized from the occupancy, and more resident warps hide
 // the source loads' latency.
-extern "C" __global__ void __launch_bounds__(256, 8) orb_pyramid(
+extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(
     const OrbLevel* __restrict__ level_table,
     int n_levels,
     const ResizeTap* __restrict__ taps,

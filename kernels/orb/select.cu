@@ -20,14 +20,11 @@
 #include "common/harris.cuh"
 #include "common/warp_append.cuh"
 
-#define ORB_SCORE_BINS 256
-// Mirrors SELECT_THREADS in src/cuda/orb.rs.
-#define SELECT_THREADS 1024
+// ORB_SCORE_BINS (bins of a level's FAST-score histogram), SELECT_THREADS (threads of
+// an orb_select_candidates block) and RANK_WARPS (warps of an orb_record_ranks /
+// orb_record_place block) are -D defines from src/cuda/abi.rs.
 // Ties (s = s*) a block lists in shared memory; more are re-read from the level's slots.
 #define TIE_LIST 1024
-// Warps of an orb_record_ranks / orb_record_place block; mirrors RANK_THREADS in
-// src/cuda/orb.rs.
-#define RANK_WARPS 16
 // Records an orb_record_ranks / orb_record_place block stages in shared memory at once
 // (16 bytes each): all of a level's at the default 2,000 features (at most 868).
 #define RANK_CHUNK 1024

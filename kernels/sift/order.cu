@@ -11,7 +11,7 @@
 // keypoint from its rank. Two launches without a budget, three with one.
 #include "common/warp_append.cuh"
 
-#define RANK_TILE 256
+// RANK_TILE, a block's threads and shared tile, is a -D define (src/cuda/abi.rs).
 
 // (x, y) and (size, angle) as two integers that order like the floats: every
 // component is non-negative, and non-negative floats order like their bits.

@@ -4,16 +4,15 @@
 // thread adds its votes to its own column of a 36-bin shared histogram (one load, add
 // and store per sample: no atomics, no reduction per strip); then each warp sums its
 // 32 columns, lane b taking bin b, and the warps' sums are added in warp order, so the
-// sums are the same every run. Rows of the columns are BINS x (T + 1) apart, so lane
-// b's reads of its row and a warp's writes of one bin fall in distinct banks.
+// sums are the same every run. Rows of the columns are ORIENTATION_BINS x (T + 1)
+// apart, so lane b's reads of its row and a warp's writes of one bin fall in distinct
+// banks. ORIENTATION_BINS (36) is a -D define from src/cuda/abi.rs.
 // Every peak >= 0.8 of the highest becomes a keypoint, appended (warp-aggregated) to
 // the keypoint lists in input-pixel coordinates, ready for the ordering kernels.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
 #include "common/gradient.cuh"
 #include "common/warp_append.cuh"
-
-#define BINS 36
 
 extern "C" __global__ void sift_orientation(
     const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
@@ -26,14 +25,14 @@ extern "C" __global__ void sift_orientation(
     float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
     float* __restrict__ kp_angle, float* __restrict__ kp_response,
     int* __restrict__ kp_octave_layer) {
-    // Bin b of thread t at columns[b * (T + 1) + t]; then per warp raw[BINS]; then
-    // smooth[BINS] (T = blockDim.x).
+    // Bin b of thread t at columns[b * (T + 1) + t]; then per warp raw[ORIENTATION_BINS]; then
+    // smooth[ORIENTATION_BINS] (T = blockDim.x).
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     const int row = blockDim.x + 1;
     float* columns = shared;
-    float* raw = shared + BINS * row + warp * BINS;
-    float* smooth = shared + BINS * row + n_warps * BINS;
+    float* raw = shared + ORIENTATION_BINS * row + warp * ORIENTATION_BINS;
+    float* smooth = shared + ORIENTATION_BINS * row + n_warps * ORIENTATION_BINS;
     const int n = min(*extremum_count, (unsigned int)extremum_capacity);
     // Taking the next extremum waits for warp 0 to finish with this one's histograms.
     for (int e = block_queue_take(work, n, layers, ext_octave_layer, -1); e < n;
@@ -48,7 +47,7 @@ extern "C" __global__ void sift_orientation(
         const float sigma = 1.5f * scale;
         // The Gaussian weight exp(-(i^2 + j^2) / (2 sigma^2)) as a power of two.
         const float log2_weight_scale = -1.44269504f / (2.f * sigma * sigma);
-        for (int k = threadIdx.x; k < BINS * row / 4; k += blockDim.x)
+        for (int k = threadIdx.x; k < ORIENTATION_BINS * row / 4; k += blockDim.x)
             reinterpret_cast<float4*>(columns)[k] = make_float4(0.f, 0.f, 0.f, 0.f);
         __syncthreads();
         // The window's samples k = row * side + column in strips of 32: the lane's row
@@ -64,8 +63,8 @@ extern "C" __global__ void sift_orientation(
                 const WeightedGradient g = weighted_gradient(
                     image, (unsigned int)(py * w + px), w, (float)(i * i + j * j) * log2_weight_scale);
                 // Degrees in [0, 360]: bins 0 .. 36, where 36 is bin 0 again.
-                int bin = (int)rintf(g.degrees * ((float)BINS / 360.f));
-                if (bin >= BINS) bin -= BINS;
+                int bin = (int)rintf(g.degrees * ((float)ORIENTATION_BINS / 360.f));
+                if (bin >= ORIENTATION_BINS) bin -= ORIENTATION_BINS;
                 columns[bin * row + threadIdx.x] += g.magnitude;
             }
             column += column_step;
@@ -90,32 +89,32 @@ extern "C" __global__ void sift_orientation(
         for (int offset = 4; offset > 0; offset >>= 1) tail += __shfl_xor_sync(0xffffffffu, tail, offset);
         if ((lane & 7) == 0) raw[extra] = tail;
         __syncthreads();
-        float* warp_sums = shared + BINS * row;
-        for (int b = threadIdx.x; b < BINS; b += blockDim.x) {
+        float* warp_sums = shared + ORIENTATION_BINS * row;
+        for (int b = threadIdx.x; b < ORIENTATION_BINS; b += blockDim.x) {
             float total = warp_sums[b];
-            for (int w = 1; w < n_warps; ++w) total += warp_sums[w * BINS + b];
+            for (int w = 1; w < n_warps; ++w) total += warp_sums[w * ORIENTATION_BINS + b];
             warp_sums[b] = total;
         }
         __syncthreads();
         if (warp != 0) continue;
-        for (int b = lane; b < BINS; b += 32) {
-            auto at = [raw](int i) { return raw[(i + BINS) % BINS]; };
+        for (int b = lane; b < ORIENTATION_BINS; b += 32) {
+            auto at = [raw](int i) { return raw[(i + ORIENTATION_BINS) % ORIENTATION_BINS]; };
             smooth[b] = (at(b - 2) + at(b + 2)) * (1.f / 16.f) + (at(b - 1) + at(b + 1)) * (4.f / 16.f) +
                         at(b) * (6.f / 16.f);
         }
         __syncwarp();
         float best = -3.402823466e38f;
-        for (int b = 0; b < BINS; ++b) best = fmaxf(best, smooth[b]);
+        for (int b = 0; b < ORIENTATION_BINS; ++b) best = fmaxf(best, smooth[b]);
         const float threshold = best * 0.8f;
         const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
-        for (int b = lane; b < BINS; b += 32) {
-            float left = smooth[(b + BINS - 1) % BINS], right = smooth[(b + 1) % BINS];
+        for (int b = lane; b < ORIENTATION_BINS; b += 32) {
+            float left = smooth[(b + ORIENTATION_BINS - 1) % ORIENTATION_BINS], right = smooth[(b + 1) % ORIENTATION_BINS];
             float v = smooth[b];
             if (v > left && v > right && v >= threshold) {
                 float bin = (float)b + 0.5f * (left - right) / (left - 2.f * v + right);
-                if (bin < 0.f) bin += (float)BINS;
-                else if (bin >= (float)BINS) bin -= (float)BINS;
-                float angle = 360.f - 360.f / (float)BINS * bin;
+                if (bin < 0.f) bin += (float)ORIENTATION_BINS;
+                else if (bin >= (float)ORIENTATION_BINS) bin -= (float)ORIENTATION_BINS;
+                float angle = 360.f - 360.f / (float)ORIENTATION_BINS * bin;
                 if (fabsf(angle - 360.f) < 1.1920929e-7f || angle >= 360.f) angle = 0.f;
                 unsigned int slot = warp_append(keypoint_count, 0);
                 if (slot < (unsigned int)capacity) {

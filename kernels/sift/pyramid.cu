@@ -19,10 +19,8 @@
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 
-// The largest tile: the shared arrays are sized for it.
-#define TILE_W 64
-#define TILE_H 32
-#define BLUR_THREADS 256
+// TILE_W x TILE_H, the largest tile (the shared arrays are sized for it), and
+// BLUR_THREADS are -D defines from src/cuda/abi.rs.
 
 // One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
 // `upsample_2x`): destination d samples (d + 0.5) / 2 - 0.5, replicated border.

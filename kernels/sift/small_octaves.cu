@@ -16,17 +16,14 @@
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 
-#define SMALL_THREADS 1024
-// Outputs per thread and pass, from a window of RUN + 2 R inputs held in registers.
-#define RUN 4
-// The widest Gaussian the block blurs with: the host sends octaves here only when
-// every level's radius is at most this.
-#define SMALL_MAX_RADIUS 16
+// SMALL_THREADS (the block's threads), SMALL_RUN (outputs per thread and pass, from a
+// window of SMALL_RUN + 2 R inputs held in registers) and SMALL_MAX_RADIUS (the widest
+// Gaussian the block blurs with) are -D defines from src/cuda/abi.rs.
 
 // Shared-memory layout of a level of at most `max_w` x `max_h` pixels (after the job
 // table and the taps): `level` holds the current level with `pad` reflected rows above
 // and below, `cols` the vertical pass with `pad` reflected columns each side, both at
-// odd strides. Widths and heights are rounded up to RUN; the extra rows and columns
+// odd strides. Widths and heights are rounded up to SMALL_RUN; the extra rows and columns
 // hold reflected values too, so every window reads defined floats.
 struct SmallLayout {
     int pad;
@@ -36,16 +33,18 @@ struct SmallLayout {
     float* cols;       // (y, x) at cols[y * cols_stride + pad + x], x in [-pad, ...)
 };
 
-__device__ __forceinline__ int round_up_run(int v) { return (v + RUN - 1) / RUN * RUN; }
+__device__ __forceinline__ int round_up_run(int v) {
+    return (v + SMALL_RUN - 1) / SMALL_RUN * SMALL_RUN;
+}
 
-// RUN outputs of radius R from their window, taps left to right as pyramid.cu sums them.
+// SMALL_RUN outputs of radius R from their window, taps left to right as pyramid.cu sums them.
 template <int R>
-__device__ __forceinline__ void blur_window(const float (&w)[R + 1], const float (&win)[RUN + 2 * R],
-                                            float (&out)[RUN]) {
+__device__ __forceinline__ void blur_window(const float (&w)[R + 1], const float (&win)[SMALL_RUN + 2 * R],
+                                            float (&out)[SMALL_RUN]) {
 #pragma unroll
-    for (int t = 0; t < RUN + 2 * R; ++t) {
+    for (int t = 0; t < SMALL_RUN + 2 * R; ++t) {
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) add_tap<R, true>(out[q], t - q - R, R, w, win[t]);
+        for (int q = 0; q < SMALL_RUN; ++q) add_tap<R, true>(out[q], t - q - R, R, w, win[t]);
     }
 }
 
@@ -64,30 +63,30 @@ __device__ __forceinline__ void blur_level(const SmallLayout& s, const BlurJob& 
     for (int k = 0; k <= R; ++k) w[k] = taps[k];
     const int width = job.width, height = job.height;
     const int run_width = round_up_run(width), run_height = round_up_run(height);
-    for_each_item(run_width + 2 * R, run_height / RUN, [&](int column, int run) {
+    for_each_item(run_width + 2 * R, run_height / SMALL_RUN, [&](int column, int run) {
         const int x = column - R;
         const float* src =
-            s.level + (run * RUN - R + s.pad) * s.level_stride + reflect101_repeated(x, width);
-        float win[RUN + 2 * R], out[RUN];
+            s.level + (run * SMALL_RUN - R + s.pad) * s.level_stride + reflect101_repeated(x, width);
+        float win[SMALL_RUN + 2 * R], out[SMALL_RUN];
 #pragma unroll
-        for (int t = 0; t < RUN + 2 * R; ++t) win[t] = src[t * s.level_stride];
+        for (int t = 0; t < SMALL_RUN + 2 * R; ++t) win[t] = src[t * s.level_stride];
         blur_window<R>(w, win, out);
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) s.cols[(run * RUN + q) * s.cols_stride + s.pad + x] = out[q];
+        for (int q = 0; q < SMALL_RUN; ++q) s.cols[(run * SMALL_RUN + q) * s.cols_stride + s.pad + x] = out[q];
     });
     __syncthreads();
-    for_each_item(run_height + 2 * s.pad, run_width / RUN, [&](int row, int run) {
+    for_each_item(run_height + 2 * s.pad, run_width / SMALL_RUN, [&](int row, int run) {
         const int y = row - s.pad;
         const float* src =
-            s.cols + reflect101_repeated(y, height) * s.cols_stride + s.pad + run * RUN - R;
-        float win[RUN + 2 * R], out[RUN];
+            s.cols + reflect101_repeated(y, height) * s.cols_stride + s.pad + run * SMALL_RUN - R;
+        float win[SMALL_RUN + 2 * R], out[SMALL_RUN];
 #pragma unroll
-        for (int t = 0; t < RUN + 2 * R; ++t) win[t] = src[t];
+        for (int t = 0; t < SMALL_RUN + 2 * R; ++t) win[t] = src[t];
         blur_window<R>(w, win, out);
         const bool inside = y >= 0 && y < height;
 #pragma unroll
-        for (int q = 0; q < RUN; ++q) {
-            const int x = run * RUN + q;
+        for (int q = 0; q < SMALL_RUN; ++q) {
+            const int x = run * SMALL_RUN + q;
             float* here = s.level + row * s.level_stride + x;
             if (inside && x < width) {
                 const int at = y * width + x;

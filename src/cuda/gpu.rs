@@ -209,23 +209,6 @@ impl GpuDevice {
         };
         Ok([event()?, event()?, event()?])
     }
-
-    /// Blocks of a persistent grid for `function`: as many as the occupancy API says
-    /// fit on one SM, times the SMs the pipeline runs on.
-    pub fn persistent_blocks(&self, function: &CudaFunction, block: u32) -> Result<u32> {
-        self.resident_blocks(function, block, 0)
-    }
-
-    /// [`GpuDevice::persistent_blocks`] for blocks that also take `shared` bytes of dynamic
-    /// shared memory.
-    pub fn resident_blocks(&self, function: &CudaFunction, block: u32, shared: u32) -> Result<u32> {
-        let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
-            block,
-            shared as usize,
-            None,
-        )?;
-        Ok(per_sm.max(1) * self.sm_count)
-    }
 }
 
 /// One pipeline's handle to the process's GPU: the shared device and the pipeline's

@@ -2,9 +2,10 @@
 //! on the GPU (kernels/image/gray.cu), by the rule `Encoding::layout` gives the CPU.
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig};
 
 use crate::cuda::gpu::Gpu;
+use crate::cuda::kernel::Kernel;
 use crate::error::{Error, ImageError, Result};
 use crate::image::{Encoding, GrayRule, PixelLayout, RawFrame};
 
@@ -63,15 +64,15 @@ impl FrameLayout {
 
 /// The conversion kernel, looked up once, and the blocks that keep the GPU's SMs busy.
 pub struct GrayKernel {
-    function: CudaFunction,
+    kernel: Kernel,
     blocks: u32,
 }
 
 impl GrayKernel {
     pub fn load(gpu: &Gpu) -> Result<Self> {
-        let function = gpu.function("image_gray", "image_to_gray")?;
-        let blocks = gpu.persistent_blocks(&function, THREADS)?;
-        Ok(Self { function, blocks })
+        let kernel = Kernel::load(gpu, "image_gray", "image_to_gray")?;
+        let blocks = kernel.persistent_blocks(gpu, THREADS)?;
+        Ok(Self { kernel, blocks })
     }
 
     /// Queues the conversion of the frame at `frame` (laid out as `layout`) into the
@@ -115,8 +116,8 @@ impl GrayKernel {
         // SAFETY: the arguments match `image_to_gray` in kernels/image/gray.cu in order
         // and type; the caller guarantees both buffers' sizes and lifetimes.
         unsafe {
-            stream
-                .launch_builder(&self.function)
+            self.kernel
+                .args(stream)
                 .arg(&frame)
                 .arg(&ints[0])
                 .arg(&ints[1])
@@ -128,7 +129,6 @@ impl GrayKernel {
                 .arg(&ints[7])
                 .arg(&gray)
                 .launch(config)
-        }?;
-        Ok(())
+        }
     }
 }

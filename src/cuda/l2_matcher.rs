@@ -5,20 +5,17 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{result, CudaContext, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
 
+use crate::cuda::abi::{Knn2, L2_THREADS, L2_TILE};
 use crate::cuda::gpu::{Gpu, GpuDevice};
+use crate::cuda::kernel::Kernel;
 use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
-use crate::cuda::orb::Knn2;
 use crate::error::Result;
 use crate::spec::matching::l2_distance;
 use crate::types::{DescriptorKind, Descriptors};
 
-/// Queries per block and train descriptors per shared-memory tile (`TILE` in l2.cu).
-const TILE: usize = 128;
-/// Threads per block of `match_l2_knn2` (`THREADS` in l2.cu).
-const THREADS: u32 = 256;
 /// Threads per block of `match_l2_merge`.
 const MERGE_THREADS: u32 = 256;
 /// Bytes of one `partial` record (`int4`).
@@ -44,7 +41,7 @@ impl DeviceDescriptors {
     }
 }
 
-/// How `match_l2_knn2` covers the pairs: blocks of `TILE` queries times runs of
+/// How `match_l2_knn2` covers the pairs: blocks of `L2_TILE` queries times runs of
 /// `tiles_per_run` train tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Launch {
@@ -57,8 +54,8 @@ impl Launch {
     /// Splits the train set into as many runs as keep the grid within one wave of
     /// `resident_blocks` (few queries would otherwise leave most SMs idle), no run empty.
     fn new(n_query: usize, n_train: usize, resident_blocks: u32) -> Self {
-        let query_tiles = n_query.div_ceil(TILE).max(1) as u32;
-        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        let query_tiles = n_query.div_ceil(L2_TILE).max(1) as u32;
+        let train_tiles = n_train.div_ceil(L2_TILE).max(1) as u32;
         let runs = (resident_blocks / query_tiles).clamp(1, train_tiles);
         let tiles_per_run = train_tiles.div_ceil(runs);
         Self {
@@ -82,8 +79,8 @@ struct Scratch {
 /// The L2 k = 2 search: see kernels/match/l2.cu.
 pub struct CudaL2Matcher {
     gpu: Gpu,
-    knn2: CudaFunction,
-    merge: CudaFunction,
+    knn2: Kernel,
+    merge: Kernel,
     /// Blocks of `match_l2_knn2` resident at once on the whole GPU.
     resident_blocks: u32,
     scratch: Option<Scratch>,
@@ -101,11 +98,11 @@ impl CudaL2Matcher {
     /// The search on `device`, with a stream of its own.
     pub(crate) fn on(device: Arc<GpuDevice>) -> Result<Self> {
         let gpu = Gpu::on(device)?;
-        let knn2 = gpu.function("match_l2", "match_l2_knn2")?;
-        let resident_blocks = gpu.persistent_blocks(&knn2, THREADS)?;
+        let knn2 = Kernel::load(&gpu, "match_l2", "match_l2_knn2")?;
+        let resident_blocks = knn2.persistent_blocks(&gpu, L2_THREADS)?;
         let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
-            merge: gpu.function("match_l2", "match_l2_merge")?,
+            merge: Kernel::load(&gpu, "match_l2", "match_l2_merge")?,
             events: [event()?, event()?],
             knn2,
             resident_blocks,
@@ -235,8 +232,8 @@ impl CudaL2Matcher {
         // n_query int4, `nearest_query` (or null) n_train u64, `forward` n_query int3;
         // the grid has one block per query tile and run, as the kernel indexes them.
         unsafe {
-            stream
-                .launch_builder(&self.knn2)
+            self.knn2
+                .args(stream)
                 .arg(&query.0)
                 .arg(&query.1)
                 .arg(&train.0)
@@ -246,11 +243,11 @@ impl CudaL2Matcher {
                 .arg(&nearest_query)
                 .launch(LaunchConfig {
                     grid_dim: (launch.query_tiles, launch.runs, 1),
-                    block_dim: (THREADS, 1, 1),
+                    block_dim: (L2_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 })?;
-            stream
-                .launch_builder(&self.merge)
+            self.merge
+                .args(stream)
                 .arg(&scratch.partial.ptr)
                 .arg(&runs_i32)
                 .arg(&n_query_i32)
@@ -333,7 +330,7 @@ mod tests {
 
     /// Every train tile lies in exactly one run and no run is empty.
     fn assert_covers(launch: Launch, n_train: usize) {
-        let train_tiles = n_train.div_ceil(TILE).max(1) as u32;
+        let train_tiles = n_train.div_ceil(L2_TILE).max(1) as u32;
         assert!(launch.runs >= 1 && launch.tiles_per_run >= 1, "{launch:?}");
         assert!(
             launch.runs * launch.tiles_per_run >= train_tiles,
@@ -360,7 +357,7 @@ mod tests {
             for n_train in [1, 2, 127, 128, 129, 7000, 100_000] {
                 for resident in [1, 8, 264, 1000] {
                     let launch = Launch::new(n_query, n_train, resident);
-                    assert_eq!(launch.query_tiles as usize, n_query.div_ceil(TILE));
+                    assert_eq!(launch.query_tiles as usize, n_query.div_ceil(L2_TILE));
                     assert_covers(launch, n_train);
                     if launch.runs > 1 {
                         assert!(launch.query_tiles * launch.runs <= resident, "{launch:?}");

@@ -5,12 +5,13 @@
 
 use std::mem::size_of;
 
-use cudarc::driver::{result, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::MatchConfig;
+use crate::cuda::abi::Knn2;
 use crate::cuda::gpu::Gpu;
+use crate::cuda::kernel::Kernel;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
-use crate::cuda::orb::Knn2;
 use crate::error::{ConfigError, Error, FeaturesError, Result};
 use crate::extractor::Matcher;
 use crate::spec::matching::accept_match;
@@ -20,8 +21,8 @@ const BLOCK: u32 = 128;
 
 pub struct CudaHammingMatcher {
     gpu: Gpu,
-    knn2: CudaFunction,
-    cross_check: CudaFunction,
+    knn2: Kernel,
+    cross_check: Kernel,
     query: Reused<DeviceBuffer>,
     train: Reused<DeviceBuffer>,
     /// One [`Knn2`] per query, with its host twin.
@@ -97,8 +98,8 @@ impl CudaHammingMatcher {
     pub fn new(sm_limit: Option<u32>) -> Result<Self> {
         let gpu = Gpu::open(0, sm_limit)?;
         Ok(Self {
-            knn2: gpu.function("match_hamming", "match_hamming_knn2")?,
-            cross_check: gpu.function("match_hamming", "match_cross_check")?,
+            knn2: Kernel::load(&gpu, "match_hamming", "match_hamming_knn2")?,
+            cross_check: Kernel::load(&gpu, "match_hamming", "match_cross_check")?,
             gpu,
             query: Reused::default(),
             train: Reused::default(),
@@ -158,8 +159,8 @@ impl CudaHammingMatcher {
         // buffers hold n_query / n_train descriptors of 32 bytes and one Knn2 per query
         // (forward) or train descriptor (backward).
         unsafe {
-            stream
-                .launch_builder(&self.knn2)
+            self.knn2
+                .args(stream)
                 .arg(&query_buffer.ptr)
                 .arg(&n_query)
                 .arg(&train_buffer.ptr)
@@ -167,16 +168,16 @@ impl CudaHammingMatcher {
                 .arg(&forward.ptr)
                 .launch(cfg(n_query))?;
             if mutual && n_train > 0 {
-                stream
-                    .launch_builder(&self.knn2)
+                self.knn2
+                    .args(stream)
                     .arg(&train_buffer.ptr)
                     .arg(&n_train)
                     .arg(&query_buffer.ptr)
                     .arg(&n_query)
                     .arg(&backward.ptr)
                     .launch(cfg(n_train))?;
-                stream
-                    .launch_builder(&self.cross_check)
+                self.cross_check
+                    .args(stream)
                     .arg(&forward.ptr)
                     .arg(&n_query)
                     .arg(&backward.ptr)

@@ -8,6 +8,7 @@
 //! cache ([`build_all`]) that `orbsift kernels build` fills without a GPU. The device,
 //! memory, green-context and compiler plumbing stays inside the crate.
 
+mod abi;
 mod availability;
 mod branch;
 mod compiler;
@@ -15,6 +16,7 @@ mod gpu;
 mod graph;
 mod gray;
 mod green;
+mod kernel;
 mod l2_matcher;
 mod matcher;
 mod memory;

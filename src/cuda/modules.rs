@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::cuda::abi::{Define, HAMMING_DEFINES, L2_DEFINES, ORB_DEFINES, SIFT_DEFINES};
 use crate::cuda::compiler::{compile_cubin, nvrtc_version, Arch};
 use crate::error::{CudaError, Error, Result};
 use Rounding::{Contracted, Exact, Fast};
@@ -22,6 +23,8 @@ pub struct KernelModule {
     pub path: &'static str,
     pub source: &'static str,
     pub rounding: Rounding,
+    /// The host's constants the module takes as `-D` options (src/cuda/abi.rs).
+    pub defines: &'static [Define],
 }
 
 /// How freely NVRTC may round a module's float arithmetic.
@@ -43,7 +46,8 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 13] = [
+pub const HEADERS: [(&str, &str); 14] = [
+    kernel_file!("common/abi.cuh"),
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
@@ -63,12 +67,14 @@ const fn module(
     name: &'static str,
     file: (&'static str, &'static str),
     rounding: Rounding,
+    defines: &'static [Define],
 ) -> KernelModule {
     KernelModule {
         name,
         path: file.0,
         source: file.1,
         rounding,
+        defines,
     }
 }
 
@@ -78,32 +84,80 @@ const fn module(
 /// blur a third more instructions.
 pub const MODULES: [KernelModule; 14] = [
     // Integer arithmetic, bit-identical with the CPU conversion.
-    module("image_gray", kernel_file!("image/gray.cu"), Exact),
-    module("orb_pyramid", kernel_file!("orb/pyramid.cu"), Exact),
-    module("orb_detect", kernel_file!("orb/detect.cu"), Exact),
-    module("orb_select", kernel_file!("orb/select.cu"), Exact),
-    module("orb_describe", kernel_file!("orb/describe.cu"), Exact),
-    module("match_hamming", kernel_file!("match/hamming.cu"), Fast),
+    module("image_gray", kernel_file!("image/gray.cu"), Exact, &[]),
+    module(
+        "orb_pyramid",
+        kernel_file!("orb/pyramid.cu"),
+        Exact,
+        ORB_DEFINES,
+    ),
+    module(
+        "orb_detect",
+        kernel_file!("orb/detect.cu"),
+        Exact,
+        ORB_DEFINES,
+    ),
+    module(
+        "orb_select",
+        kernel_file!("orb/select.cu"),
+        Exact,
+        ORB_DEFINES,
+    ),
+    module(
+        "orb_describe",
+        kernel_file!("orb/describe.cu"),
+        Exact,
+        ORB_DEFINES,
+    ),
+    module(
+        "match_hamming",
+        kernel_file!("match/hamming.cu"),
+        Fast,
+        HAMMING_DEFINES,
+    ),
     // Integer distances only: fast math changes nothing.
-    module("match_l2", kernel_file!("match/l2.cu"), Fast),
-    module("sift_pyramid", kernel_file!("sift/pyramid.cu"), Contracted),
+    module("match_l2", kernel_file!("match/l2.cu"), Fast, L2_DEFINES),
+    module(
+        "sift_pyramid",
+        kernel_file!("sift/pyramid.cu"),
+        Contracted,
+        SIFT_DEFINES,
+    ),
     module(
         "sift_small_octaves",
         kernel_file!("sift/small_octaves.cu"),
         Contracted,
+        SIFT_DEFINES,
     ),
-    module("sift_extrema", kernel_file!("sift/extrema.cu"), Contracted),
-    module("sift_refine", kernel_file!("sift/refine.cu"), Contracted),
+    module(
+        "sift_extrema",
+        kernel_file!("sift/extrema.cu"),
+        Contracted,
+        SIFT_DEFINES,
+    ),
+    module(
+        "sift_refine",
+        kernel_file!("sift/refine.cu"),
+        Contracted,
+        SIFT_DEFINES,
+    ),
     module(
         "sift_orientation",
         kernel_file!("sift/orientation.cu"),
         Contracted,
+        SIFT_DEFINES,
     ),
-    module("sift_order", kernel_file!("sift/order.cu"), Exact),
+    module(
+        "sift_order",
+        kernel_file!("sift/order.cu"),
+        Exact,
+        SIFT_DEFINES,
+    ),
     module(
         "sift_describe",
         kernel_file!("sift/describe.cu"),
         Contracted,
+        SIFT_DEFINES,
     ),
 ];
 
@@ -116,6 +170,11 @@ impl KernelModule {
             Rounding::Contracted => {}
             Rounding::Fast => options.push("--use_fast_math".into()),
         }
+        options.extend(
+            self.defines
+                .iter()
+                .map(|define| format!("-D{}={}", define.name, define.value)),
+        );
         options
     }
 
@@ -229,6 +288,20 @@ mod tests {
             .find(|m| m.name != orb.name)
             .expect("two modules");
         assert_ne!(name, other.cache_file_name(sm87, (12, 6)));
+    }
+
+    #[test]
+    fn modules_take_the_host_constants_as_defines() {
+        let describe = MODULES
+            .iter()
+            .find(|m| m.name == "orb_describe")
+            .expect("orb_describe");
+        let patch = format!("-DPATCH_RADIUS={}", crate::cuda::abi::PATCH_RADIUS);
+        assert!(
+            describe.options().contains(&patch),
+            "{:?}",
+            describe.options()
+        );
     }
 
     #[test]

@@ -10,4 +10,5 @@ pub mod matching;
 pub mod orientation;
 pub mod pyramid;
 pub mod quotas;
+pub mod scale_space;
 pub mod smoothing;

@@ -21,12 +21,6 @@ pub struct Candidate {
     pub col: usize,
 }
 
-/// OpenCV's prefilter on |DoG| (grey levels 0..255): `floor(0.5 * contrast / n_layers * 255)`.
-/// It is half the final contrast test, applied before refinement to skip most pixels.
-pub fn prefilter_threshold(contrast_threshold: f64, n_layers: usize) -> f32 {
-    (0.5 * contrast_threshold / n_layers as f64 * 255.0).floor() as f32
-}
-
 /// The candidates of octave `octave` on rows `rows` (clipped to the octave's interior),
 /// in (layer, row, col) order; `dog` holds the rows around them.
 pub fn find_candidates(
@@ -152,12 +146,5 @@ mod tests {
         let found = find_candidates(&dog, 0, 1, 0..16, 2.0);
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].row, found[0].col), (9, 9));
-    }
-
-    #[test]
-    fn opencv_prefilter_threshold() {
-        // floor(0.5 * 0.04 / 3 * 255) = floor(1.7) = 1
-        assert_eq!(prefilter_threshold(0.04, 3), 1.0);
-        assert_eq!(prefilter_threshold(0.1, 2), 6.0);
     }
 }

@@ -3,8 +3,8 @@
 
 use std::mem::size_of;
 
-use super::pyramid::{blur_radius, layer_sigmas, octave_count};
 use super::{Found, Pending, SiftExtractor, BAND_PIXELS};
+use crate::spec::scale_space::{blur_radius, layer_sigmas, octave_count};
 
 /// Bytes of one f32 sample.
 const SAMPLE: usize = size_of::<f32>();

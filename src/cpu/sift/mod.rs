@@ -35,8 +35,9 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
+use crate::spec::scale_space::{octave_count, prefilter_threshold};
 use extrema::Candidate;
-use pyramid::{octave_count, Band, Octave, ScaleSpace, Upscale};
+use pyramid::{Band, Octave, ScaleSpace, Upscale};
 use refine::{Extremum, RefineParams, Refinement};
 
 /// Pixels of an octave processed at once (rows of the octave's width, plus margins): the
@@ -238,7 +239,7 @@ impl SiftExtractor {
         found: &mut Vec<Found>,
     ) {
         let n_layers = self.n_layers();
-        let threshold = extrema::prefilter_threshold(self.config.contrast_threshold, n_layers);
+        let threshold = prefilter_threshold(self.config.contrast_threshold, n_layers);
         let margin = banding
             .margin
             .unwrap_or_else(|| self.margin_rows(octave.width, octave.height));

@@ -16,9 +16,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::image::GrayImage;
-
-/// Blur OpenCV assumes the camera already applied.
-const INITIAL_SIGMA: f64 = 0.5;
+use crate::spec::scale_space::{
+    base_blur_sigma, blur_radius, gaussian_kernel, layer_sigmas, octave_count,
+};
 
 /// Rows `first_row..first_row + data.len() / width` of a single-channel f32 image of
 /// `width` x `height` pixels, rows packed; coordinates are those of the whole image.
@@ -120,40 +120,6 @@ impl Upscale {
     pub fn is_on(self) -> bool {
         self != Self::Off
     }
-}
-
-/// OpenCV's octave count: `round(log2(min side of the base) - 2)` minus the first octave.
-pub fn octave_count(width: usize, height: usize, upscale: bool) -> usize {
-    let scale = if upscale { 2.0 } else { 1.0 };
-    let min_side = width.min(height) as f64 * scale;
-    if min_side < 1.0 {
-        return 0;
-    }
-    let n = (min_side.log2() - 2.0).round() as i64 + i64::from(upscale);
-    n.max(0) as usize
-}
-
-/// Blur added to go from layer `i - 1` to layer `i` of an octave (layer 0: the octave's own sigma).
-pub fn layer_sigmas(sigma: f64, n_layers: usize) -> Vec<f64> {
-    let k = 2f64.powf(1.0 / n_layers as f64);
-    let mut sigmas = vec![sigma];
-    for i in 1..n_layers + 3 {
-        let previous = k.powi(i as i32 - 1) * sigma;
-        let total = previous * k;
-        sigmas.push((total * total - previous * previous).sqrt());
-    }
-    sigmas
-}
-
-/// The blur that takes the base image (the input, or its 2x upsampling, which doubles
-/// the camera's blur) from the assumed camera blur to `sigma`.
-pub fn base_blur_sigma(sigma: f64, upscale: bool) -> f64 {
-    let camera = if upscale {
-        2.0 * INITIAL_SIGMA
-    } else {
-        INITIAL_SIGMA
-    };
-    (sigma * sigma - camera * camera).max(0.01).sqrt()
 }
 
 /// Where an octave's layer 0 comes from.
@@ -410,26 +376,6 @@ pub fn reflect_101(mut p: i64, len: usize) -> usize {
     p as usize
 }
 
-/// The normalised kernel of OpenCV's `getGaussianKernel` for f32 images:
-/// size `round(8 sigma + 1) | 1` (four sigmas each side).
-pub fn gaussian_kernel(sigma: f64) -> Vec<f32> {
-    let size = blur_radius(sigma) * 2 + 1;
-    let centre = (size / 2) as f64;
-    let weights: Vec<f64> = (0..size)
-        .map(|i| {
-            let d = i as f64 - centre;
-            (-d * d / (2.0 * sigma * sigma)).exp()
-        })
-        .collect();
-    let sum: f64 = weights.iter().sum();
-    weights.iter().map(|w| (w / sum) as f32).collect()
-}
-
-/// Half the size of [`gaussian_kernel`]`(sigma)`.
-pub fn blur_radius(sigma: f64) -> usize {
-    (((sigma * 8.0 + 1.0).round() as usize) | 1) / 2
-}
-
 /// The rows of its source that a blur of `radius` reads to make rows `rows` of a
 /// `height`-row image (BORDER_REFLECT_101).
 pub fn blur_rows_read(rows: Range<usize>, radius: usize, height: usize) -> Range<usize> {
@@ -543,14 +489,6 @@ mod tests {
         // Past the last pixel the border reflects it: the last column and row repeat.
         assert_eq!(up.at(5, 0), 40.0);
         assert_eq!(up.at(4, 3), 140.0);
-    }
-    #[test]
-    fn layer_sigmas_compose_to_the_octave_scale() {
-        // Blurs compose in quadrature: sigma^2 + sum(sig_i^2) over layers 1..=n gives (2 sigma)^2.
-        let s = layer_sigmas(1.6, 3);
-        assert_eq!(s.len(), 6);
-        let total: f64 = s[..4].iter().map(|v| v * v).sum();
-        assert!((total.sqrt() - 3.2).abs() < 1e-9, "{}", total.sqrt());
     }
 
     #[test]

@@ -1,24 +1,23 @@
 //! The scale-space geometry, blur schedule and buffers of one image size.
 //!
-//! Octave sizes, layer blurs and Gaussian taps come from the CPU reference's builders
-//! (`cpu::sift::pyramid`), so both backends build the same scale space.
+//! Octave sizes, layer blurs and Gaussian taps come from the builders the CPU reference
+//! uses too (`spec::scale_space`), so both backends build the same scale space.
 
 use std::mem::size_of;
 
 use crate::config::SiftConfig;
-use crate::cpu::sift::pyramid::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
+use crate::cuda::abi::{
+    BlurJob, SiftCounters, SiftOctave, SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN, SOURCE_FRAME,
+    SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, TILE_H, TILE_W,
+};
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, Error, ImageError, Result};
+use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-/// `SIFT_MAX_OCTAVES` of kernels/common/sift_octaves.cuh.
-pub const MAX_OCTAVES: usize = 32;
 /// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
 pub const MAX_RADIUS: usize = 32;
-/// `TILE_W` x `TILE_H` of kernels/sift/pyramid.cu: the largest blur tile.
-pub const TILE_W: usize = 64;
-pub const TILE_H: usize = 32;
 /// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
 pub const BLUR_KERNEL_RADII: [usize; 3] = [8, 16, MAX_RADIUS];
 /// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
@@ -34,9 +33,6 @@ const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16)
 /// H200: from 80x60 or 120x67 on, one SM takes longer over the octaves than the tiled
 /// launches it replaces.
 const SMALL_OCTAVE_MAX_PIXELS: usize = 2048;
-/// `SMALL_MAX_RADIUS` and `RUN` of kernels/sift/small_octaves.cu.
-const SMALL_MAX_RADIUS: usize = 16;
-const SMALL_RUN: usize = 4;
 pub const DESCRIPTOR_BYTES: usize = 128;
 
 /// What the device gives a plan: the SMs its grids spread over (all, or `--sm-limit`;
@@ -46,41 +42,6 @@ pub struct DeviceLimits {
     pub sms: usize,
     pub shared_per_block: usize,
 }
-
-/// Mirrors `SiftOctave` in kernels/common/sift_octaves.cuh.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SiftOctave {
-    pub width: i32,
-    pub height: i32,
-    pub gauss: i32,
-    pub dog: i32,
-}
-
-/// Mirrors `BlurJob` in kernels/sift/pyramid.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BlurJob {
-    source: i32,
-    src_offset: i32,
-    src_width: i32,
-    src_height: i32,
-    width: i32,
-    height: i32,
-    gauss_out: i32,
-    dog_out: i32,
-    taps: i32,
-    radius: i32,
-    tiles_x: i32,
-    tile_start: i32,
-    tile_w: i32,
-    tile_h: i32,
-}
-
-const SOURCE_PLANE: i32 = 0;
-const SOURCE_PLANE_HALVED: i32 = 1;
-const SOURCE_FRAME: i32 = 2;
-const SOURCE_FRAME_UPSAMPLED: i32 = 3;
 
 /// The octaves made by `sift_small_octaves` in one block: `n_jobs` jobs from
 /// `first_job` of the job table, in order, on a side branch of the frame's graph.
@@ -236,8 +197,7 @@ pub struct Plan {
     pub taps: DeviceBuffer,
     pub frame: Staged,
     pub pyramid: DeviceBuffer,
-    /// candidates, extrema, keypoints, duplicates, then the orientation and descriptor
-    /// work queues: zeroed each frame.
+    /// One [`SiftCounters`], zeroed each frame.
     pub counters: DeviceBuffer,
     pub candidates: [DeviceBuffer; 3],
     pub extrema: [DeviceBuffer; 7],
@@ -292,7 +252,7 @@ impl Plan {
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
-            counters: words(6)?,
+            counters: buffer(size_of::<SiftCounters>())?,
             candidates: [words(cand)?, words(cand)?, words(cand)?],
             extrema: [
                 words(kp)?,
@@ -375,7 +335,8 @@ impl PlanBytes {
             scale_space: floats.max(1) * size_of::<f32>(),
             // counters; candidates (3 arrays); extrema (7), keypoints (6), ranks (3),
             // duplicates; out_octave_layer.
-            work: (6 + 3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
+            work: size_of::<SiftCounters>()
+                + (3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
             tables: octaves.len() * size_of::<SiftOctave>()
                 + schedule.jobs.len() * size_of::<BlurJob>()
                 + taps.values.len() * size_of::<f32>(),
@@ -432,7 +393,7 @@ fn octave_table(
     let (mut w, mut h) = (width * scale, height * scale);
     let mut octaves = Vec::new();
     let mut floats = 0usize;
-    for o in 0..octave_count(width, height, config.upscale).min(MAX_OCTAVES) {
+    for o in 0..octave_count(width, height, config.upscale).min(SIFT_MAX_OCTAVES) {
         if o > 0 {
             // As the CPU reference: stop before an octave whose source is under 2x2.
             if w < 2 || h < 2 {

@@ -5,23 +5,18 @@
 
 use std::ffi::c_int;
 
-use cudarc::driver::{CudaFunction, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 
+use crate::cuda::abi::{BLUR_THREADS, ORIENTATION_BINS, RANK_TILE, SMALL_THREADS};
 use crate::cuda::gpu::Gpu;
+use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
 use crate::error::Result;
 
-/// Threads of the blur and ranking kernels (`BLUR_THREADS`, `RANK_TILE`): their
-/// shared tiles are sized for it.
-pub const BLUR_THREADS: u32 = 256;
-/// `SMALL_THREADS` of kernels/sift/small_octaves.cu: one block makes the small octaves.
-const SMALL_OCTAVE_THREADS: u32 = 1024;
-pub const RANK_THREADS: u32 = 256;
 const WARP: u32 = 32;
-/// Shared floats: orientation, a 36-bin histogram column per thread (rows padded by
-/// one), a 36-bin sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
+/// Shared floats: orientation, a histogram column per thread (rows padded by one), a
+/// histogram sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
 /// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
-const ORIENTATION_BINS: usize = 36;
 const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
 const DESCRIBE_VALUES: usize = 128;
 /// Warps that share one keypoint in the orientation kernel, at most: beyond this most
@@ -54,7 +49,7 @@ const fn describe_shared_memory(threads: u32) -> u32 {
 
 /// A kernel and how it is launched.
 pub struct Launch {
-    pub function: CudaFunction,
+    pub kernel: Kernel,
     /// Persistent grid: blocks per SM x SMs.
     pub blocks: u32,
     pub threads: u32,
@@ -116,35 +111,40 @@ impl Kernels {
         let shared_limit = gpu.ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )? as u32;
-        let fixed = |module: &str, name: &str, threads: u32, shared: u32| -> Result<Launch> {
-            let function = gpu.function(module, name)?;
+        let fixed = |module, name, threads: u32, shared: u32| -> Result<Launch> {
+            let kernel = Kernel::load(gpu, module, name)?;
             if shared > 48 * 1024 {
-                function.set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared as i32,
-                )?;
+                kernel
+                    .function()
+                    .set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        shared as i32,
+                    )
+                    .map_err(|source| kernel.error(source))?;
             }
             Ok(Launch {
-                blocks: gpu.resident_blocks(&function, threads, shared)?,
-                function,
+                blocks: kernel.resident_blocks(gpu, threads, shared)?,
+                kernel,
                 threads,
                 shared,
             })
         };
-        let sized = |module: &str,
-                     name: &str,
+        let sized = |module,
+                     name,
                      shared_of: extern "C" fn(c_int) -> usize,
                      max_threads: u32|
          -> Result<Launch> {
-            let function = gpu.function(module, name)?;
-            let (_, threads) =
-                function.occupancy_max_potential_block_size(shared_of, 0, max_threads, None)?;
+            let kernel = Kernel::load(gpu, module, name)?;
+            let (_, threads) = kernel
+                .function()
+                .occupancy_max_potential_block_size(shared_of, 0, max_threads, None)
+                .map_err(|source| kernel.error(source))?;
             // Warp-per-item kernels need whole warps.
             let threads = (threads / WARP).max(1) * WARP;
             let shared = shared_of(threads as c_int) as u32;
             Ok(Launch {
-                blocks: gpu.resident_blocks(&function, threads, shared)?,
-                function,
+                blocks: kernel.resident_blocks(gpu, threads, shared)?,
+                kernel,
                 threads,
                 shared,
             })
@@ -173,7 +173,7 @@ impl Kernels {
             small_octaves: fixed(
                 "sift_small_octaves",
                 "sift_small_octaves",
-                SMALL_OCTAVE_THREADS,
+                SMALL_THREADS,
                 shared_limit,
             )?,
             limits: DeviceLimits {
@@ -198,8 +198,8 @@ impl Kernels {
                 orientation_shared_memory,
                 ORIENTATION_MAX_THREADS,
             )?,
-            rank_keys: fixed("sift_order", "sift_rank_keys", RANK_THREADS, 0)?,
-            rank_responses: fixed("sift_order", "sift_rank_responses", RANK_THREADS, 0)?,
+            rank_keys: fixed("sift_order", "sift_rank_keys", RANK_TILE, 0)?,
+            rank_responses: fixed("sift_order", "sift_rank_responses", RANK_TILE, 0)?,
             place: sized(
                 "sift_order",
                 "sift_place",

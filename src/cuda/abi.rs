@@ -1,0 +1,404 @@
+//! What the host and the kernels share: the `#[repr(C)]` structs both sides read, and
+//! the constants both sides size things by.
+//!
+//! Each constant is defined once, here, and reaches the kernels as a `-D NAME=value`
+//! option of the modules that use it ([`ORB_DEFINES`], ...; `modules.rs` passes them
+//! to NVRTC, so the offline `orbsift kernels build` gets them too). Each struct is
+//! defined twice, here and in `kernels/`, and checked both ways: the kernel side
+//! states its size and field offsets with `ABI_SIZE` / `ABI_OFFSET`
+//! (kernels/common/abi.cuh), which the compiler checks, and the test below reads those
+//! lines and compares them with the Rust layouts, without a GPU.
+
+/// A constant the kernels take as `-D NAME=value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Define {
+    pub name: &'static str,
+    pub value: i64,
+}
+
+/// The [`Define`] of a constant of this module, under its own name.
+macro_rules! define {
+    ($name:ident) => {
+        Define {
+            name: stringify!($name),
+            value: $name as i64,
+        }
+    };
+}
+
+/// Threads of a warp.
+pub const WARP: u32 = 32;
+
+/// Words of a 256-bit ORB descriptor (kernels/common/hamming.cuh).
+pub const DESC_WORDS: usize = 8;
+/// Levels an ORB level table may hold (`orb.n_levels` is at most this).
+pub const ORB_MAX_LEVELS: usize = 32;
+/// Word of the grid barrier's generation, on its own 128-byte line after the arrival
+/// counter (kernels/common/grid_barrier.cuh).
+pub const GRID_BARRIER_GENERATION: usize = 32;
+/// Threads of an `orb_pyramid` block.
+pub const PYRAMID_THREADS: u32 = 256;
+/// Pixels of a row one warp resizes at a time in `orb_pyramid`.
+pub const RESIZE_RUN: usize = 128;
+/// The pixel tile of one `orb_fast_score` work item, and its block's threads.
+pub const SCORE_TILE_W: usize = 64;
+pub const SCORE_TILE_H: usize = 32;
+pub const SCORE_THREADS: u32 = 256;
+/// Threads of an `orb_cell_candidates` block (32 x 4).
+pub const CELL_THREADS: u32 = 4 * WARP;
+/// Bins of a level's FAST-score histogram.
+pub const ORB_SCORE_BINS: usize = 256;
+/// Threads of an `orb_select_candidates` block (one block per level).
+pub const SELECT_THREADS: u32 = 1024;
+/// Warps of an `orb_record_ranks` / `orb_record_place` block.
+pub const RANK_WARPS: u32 = 16;
+/// Warps of an `orb_describe` block: it describes up to 32 keypoints, one per lane.
+pub const DESCRIBE_WARPS: u32 = 16;
+/// Radius of a keypoint's private patch in `orb_describe`: the rotated pattern's reach
+/// must fit (checked beside the pattern's use).
+pub const PATCH_RADIUS: usize = 19;
+/// Rows (and bytes of a row) of a patch.
+pub const PATCH_SIDE: usize = 2 * PATCH_RADIUS + 1;
+/// Words of a patch row: `PATCH_SIDE` bytes, padded to whole words.
+pub const PATCH_ROW_WORDS: usize = 10;
+const _: () = assert!(PATCH_ROW_WORDS * 4 >= PATCH_SIDE);
+
+/// The defines of the ORB modules.
+pub const ORB_DEFINES: &[Define] = &[
+    define!(DESC_WORDS),
+    define!(ORB_MAX_LEVELS),
+    define!(GRID_BARRIER_GENERATION),
+    define!(PYRAMID_THREADS),
+    define!(RESIZE_RUN),
+    define!(SCORE_TILE_W),
+    define!(SCORE_TILE_H),
+    define!(SCORE_THREADS),
+    define!(CELL_THREADS),
+    define!(ORB_SCORE_BINS),
+    define!(SELECT_THREADS),
+    define!(RANK_WARPS),
+    define!(DESCRIBE_WARPS),
+    define!(PATCH_RADIUS),
+    define!(PATCH_ROW_WORDS),
+];
+
+/// Octaves a SIFT octave table may hold.
+pub const SIFT_MAX_OCTAVES: usize = 32;
+/// The largest blur tile of the SIFT pyramid: the shared arrays are sized for it.
+pub const TILE_W: usize = 64;
+pub const TILE_H: usize = 32;
+/// Threads of a SIFT blur block.
+pub const BLUR_THREADS: u32 = 256;
+/// Threads of the one `sift_small_octaves` block.
+pub const SMALL_THREADS: u32 = 1024;
+/// Outputs per thread and pass of `sift_small_octaves`.
+pub const SMALL_RUN: usize = 4;
+/// The widest Gaussian `sift_small_octaves` blurs with: the host sends octaves there
+/// only when every level's radius is at most this.
+pub const SMALL_MAX_RADIUS: usize = 16;
+/// Threads of a `sift_rank_keys` / `sift_rank_responses` block, and its shared tile.
+pub const RANK_TILE: u32 = 256;
+/// Bins of a keypoint's orientation histogram.
+pub const ORIENTATION_BINS: usize = 36;
+/// Where a SIFT blur job's input level comes from (`BlurJob::source`): a float plane
+/// of the output's size, every second pixel of a plane twice as large, the u8 frame,
+/// the frame upsampled 2x bilinearly.
+pub const SOURCE_PLANE: i32 = 0;
+pub const SOURCE_PLANE_HALVED: i32 = 1;
+pub const SOURCE_FRAME: i32 = 2;
+pub const SOURCE_FRAME_UPSAMPLED: i32 = 3;
+
+/// The defines of the SIFT modules.
+pub const SIFT_DEFINES: &[Define] = &[
+    define!(SIFT_MAX_OCTAVES),
+    define!(TILE_W),
+    define!(TILE_H),
+    define!(BLUR_THREADS),
+    define!(SMALL_THREADS),
+    define!(SMALL_RUN),
+    define!(SMALL_MAX_RADIUS),
+    define!(RANK_TILE),
+    define!(ORIENTATION_BINS),
+    define!(SOURCE_PLANE),
+    define!(SOURCE_PLANE_HALVED),
+    define!(SOURCE_FRAME),
+    define!(SOURCE_FRAME_UPSAMPLED),
+];
+
+/// Queries per `match_l2_knn2` block, and train descriptors per shared-memory tile.
+pub const L2_TILE: usize = 128;
+/// Threads of a `match_l2_knn2` block.
+pub const L2_THREADS: u32 = 256;
+
+/// The defines of the L2 matcher's module.
+pub const L2_DEFINES: &[Define] = &[define!(L2_TILE), define!(L2_THREADS)];
+
+/// The defines of the Hamming matcher's module.
+pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS)];
+
+/// One pyramid level of the ORB kernels (`OrbLevel`, kernels/common/levels.cuh).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OrbLevel {
+    pub width: i32,
+    pub height: i32,
+    pub offset: i32,
+    pub taps_x: i32,
+    pub taps_y: i32,
+    pub edge: i32,
+    pub n_cols: i32,
+    pub n_rows: i32,
+    pub cell_w: i32,
+    pub cell_h: i32,
+    pub cell_offset: i32,
+    pub cand_offset: i32,
+    pub cand_capacity: i32,
+    pub corner_words: i32,
+}
+
+/// A fixed-point bilinear tap of `orb_pyramid` (`ResizeTap`, kernels/orb/pyramid.cu).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ResizeTap {
+    pub src: i32,
+    pub w1: i32,
+}
+
+/// A keypoint's best and second-best train match, from the fused or standalone kernel
+/// (the kernels' `int3`: x, y, z).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Knn2 {
+    /// Train index, or -1 when there is no train descriptor (or cross-check failed).
+    pub best_index: i32,
+    pub best: i32,
+    pub second: i32,
+}
+
+/// One octave of the SIFT scale space (`SiftOctave`, kernels/common/sift_octaves.cuh).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiftOctave {
+    pub width: i32,
+    pub height: i32,
+    pub gauss: i32,
+    pub dog: i32,
+}
+
+/// One level a SIFT blur kernel makes (`BlurJob`, kernels/common/blur_jobs.cuh).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlurJob {
+    pub source: i32,
+    pub src_offset: i32,
+    pub src_width: i32,
+    pub src_height: i32,
+    pub width: i32,
+    pub height: i32,
+    pub gauss_out: i32,
+    pub dog_out: i32,
+    pub taps: i32,
+    pub radius: i32,
+    pub tiles_x: i32,
+    pub tile_start: i32,
+    pub tile_w: i32,
+    pub tile_h: i32,
+}
+
+/// The SIFT pipeline's counters, zeroed each frame (`SiftCounters`,
+/// kernels/common/sift_octaves.cuh). `sift_place` copies the first four into the
+/// frame's summary.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiftCounters {
+    pub candidates: u32,
+    pub extrema: u32,
+    pub keypoints: u32,
+    pub duplicates: u32,
+    /// The work queues of `sift_orientation` and `sift_describe`.
+    pub orientation_queue: u32,
+    pub describe_queue: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::mem::{offset_of, size_of, size_of_val};
+
+    use super::*;
+    use crate::cuda::modules::{HEADERS, MODULES};
+
+    /// A struct's layout: its C name, its size, and each field's C name, offset and size.
+    struct Layout {
+        name: &'static str,
+        size: usize,
+        fields: Vec<(&'static str, usize, usize)>,
+    }
+
+    /// The layout of a Rust mirror, under the C names of the struct and its fields when
+    /// they differ (`Knn2 as int3 { best_index as x, ... }`).
+    macro_rules! layout {
+        ($rust:ident $(as $c:ident)? { $($field:ident $(as $c_field:ident)?),* $(,)? }) => {{
+            let value = $rust::default();
+            Layout {
+                name: layout!(@name $rust $($c)?),
+                size: size_of::<$rust>(),
+                fields: vec![$((
+                    layout!(@name $field $($c_field)?),
+                    offset_of!($rust, $field),
+                    size_of_val(&value.$field),
+                )),*],
+            }
+        }};
+        (@name $rust:ident) => { stringify!($rust) };
+        (@name $rust:ident $c:ident) => { stringify!($c) };
+    }
+
+    fn mirrors() -> Vec<Layout> {
+        vec![
+            layout!(OrbLevel {
+                width,
+                height,
+                offset,
+                taps_x,
+                taps_y,
+                edge,
+                n_cols,
+                n_rows,
+                cell_w,
+                cell_h,
+                cell_offset,
+                cand_offset,
+                cand_capacity,
+                corner_words,
+            }),
+            layout!(ResizeTap { src, w1 }),
+            layout!(Knn2 as int3 {
+                best_index as x,
+                best as y,
+                second as z,
+            }),
+            layout!(SiftOctave {
+                width,
+                height,
+                gauss,
+                dog,
+            }),
+            layout!(SiftCounters {
+                candidates,
+                extrema,
+                keypoints,
+                duplicates,
+                orientation_queue,
+                describe_queue,
+            }),
+            layout!(BlurJob {
+                source,
+                src_offset,
+                src_width,
+                src_height,
+                width,
+                height,
+                gauss_out,
+                dog_out,
+                taps,
+                radius,
+                tiles_x,
+                tile_start,
+                tile_w,
+                tile_h,
+            }),
+        ]
+    }
+
+    /// The `ABI_SIZE(type, bytes)` and `ABI_OFFSET(type, field, bytes)` checks of every
+    /// kernel source, as (type, field or "", bytes).
+    fn kernel_checks() -> BTreeSet<(String, String, usize)> {
+        let sources = HEADERS
+            .iter()
+            .map(|(_, text)| *text)
+            .chain(MODULES.iter().map(|m| m.source));
+        let mut checks = BTreeSet::new();
+        for line in sources.flat_map(str::lines).map(str::trim) {
+            let (is_size, rest) = if let Some(rest) = line.strip_prefix("ABI_SIZE(") {
+                (true, rest)
+            } else if let Some(rest) = line.strip_prefix("ABI_OFFSET(") {
+                (false, rest)
+            } else {
+                continue;
+            };
+            let arguments = rest
+                .strip_suffix(");")
+                .unwrap_or_else(|| panic!("`{line}`: one check per line, ending in `);`"));
+            let parts: Vec<&str> = arguments.split(',').map(str::trim).collect();
+            let (name, field, bytes) = match (is_size, parts.as_slice()) {
+                (true, [name, bytes]) => (name, "", bytes),
+                (false, [name, field, bytes]) => (name, *field, bytes),
+                _ => panic!("`{line}`: unexpected arguments"),
+            };
+            let bytes = bytes
+                .parse()
+                .unwrap_or_else(|_| panic!("`{line}`: bytes must be a number"));
+            assert!(
+                checks.insert((name.to_string(), field.to_string(), bytes)),
+                "`{line}` is stated twice"
+            );
+        }
+        checks
+    }
+
+    #[test]
+    fn mirrors_are_fully_listed() {
+        // Fields in offset order tile the struct: none is left out of `mirrors`.
+        for layout in mirrors() {
+            let mut fields = layout.fields.clone();
+            fields.sort_by_key(|&(_, offset, _)| offset);
+            let mut end = 0;
+            for (field, offset, size) in fields {
+                assert_eq!(
+                    offset, end,
+                    "{}.{field}: a gap or a missing field",
+                    layout.name
+                );
+                end = offset + size;
+            }
+            assert_eq!(
+                end, layout.size,
+                "{}: fields missing at the end",
+                layout.name
+            );
+        }
+    }
+
+    #[test]
+    fn kernel_layouts_match_their_host_mirrors() {
+        let host: BTreeSet<(String, String, usize)> = mirrors()
+            .into_iter()
+            .flat_map(|layout| {
+                let name = layout.name.to_string();
+                let size = (name.clone(), String::new(), layout.size);
+                let fields = layout
+                    .fields
+                    .into_iter()
+                    .map(move |(field, offset, _)| (name.clone(), field.to_string(), offset));
+                std::iter::once(size).chain(fields)
+            })
+            .collect();
+        let kernels = kernel_checks();
+        let only_host: Vec<_> = host.difference(&kernels).collect();
+        let only_kernels: Vec<_> = kernels.difference(&host).collect();
+        assert!(
+            only_host.is_empty() && only_kernels.is_empty(),
+            "(type, field, bytes) in src/cuda/abi.rs only: {only_host:?}; \
+             in kernels/ only: {only_kernels:?}"
+        );
+    }
+
+    #[test]
+    fn defines_have_distinct_names() {
+        for defines in [ORB_DEFINES, HAMMING_DEFINES, L2_DEFINES, SIFT_DEFINES] {
+            let names: BTreeSet<&str> = defines.iter().map(|d| d.name).collect();
+            assert_eq!(names.len(), defines.len());
+        }
+    }
+}

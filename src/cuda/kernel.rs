@@ -1,0 +1,100 @@
+//! A kernel function that knows its own name, so that a failed launch says which
+//! kernel failed (`CudaError::Kernel`) instead of a bare driver error.
+
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchArgs};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use crate::cuda::gpu::{Gpu, GpuDevice};
+use crate::error::{CudaError, Error, Result};
+
+/// Kernel `name` of module `module`, loaded.
+pub struct Kernel {
+    function: CudaFunction,
+    module: &'static str,
+    name: &'static str,
+}
+
+impl Kernel {
+    pub fn load(gpu: &Gpu, module: &'static str, name: &'static str) -> Result<Self> {
+        Ok(Self {
+            function: gpu.function(module, name)?,
+            module,
+            name,
+        })
+    }
+
+    /// For occupancy queries and attributes.
+    pub fn function(&self) -> &CudaFunction {
+        &self.function
+    }
+
+    /// The error of a driver call about this kernel.
+    pub fn error(&self, source: DriverError) -> Error {
+        Error::Cuda(CudaError::Kernel {
+            module: self.module.into(),
+            kernel: self.name.into(),
+            source,
+        })
+    }
+
+    /// Blocks of a persistent grid: as many blocks of `threads` threads (and `shared`
+    /// bytes of dynamic shared memory) as the occupancy API says fit on one SM, times
+    /// the SMs the pipeline runs on.
+    pub fn resident_blocks(&self, gpu: &GpuDevice, threads: u32, shared: u32) -> Result<u32> {
+        let per_sm = self
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None)
+            .map_err(|source| self.error(source))?;
+        Ok(per_sm.max(1) * gpu.sm_count)
+    }
+
+    /// [`resident_blocks`](Self::resident_blocks) without dynamic shared memory.
+    pub fn persistent_blocks(&self, gpu: &GpuDevice, threads: u32) -> Result<u32> {
+        self.resident_blocks(gpu, threads, 0)
+    }
+
+    /// A launch of this kernel on `stream`: push its arguments in order, then launch.
+    pub fn args<'a>(&'a self, stream: &'a CudaStream) -> KernelArgs<'a> {
+        KernelArgs {
+            kernel: self,
+            args: stream.launch_builder(&self.function),
+        }
+    }
+}
+
+/// The arguments of one launch of a [`Kernel`].
+pub struct KernelArgs<'a> {
+    kernel: &'a Kernel,
+    args: LaunchArgs<'a>,
+}
+
+impl<'a> KernelArgs<'a> {
+    pub fn arg<T: DeviceRepr>(&mut self, value: &'a T) -> &mut Self {
+        self.args.arg(value);
+        self
+    }
+
+    /// Queues the kernel.
+    ///
+    /// # Safety
+    /// The arguments pushed match the kernel's parameters in order and type, and every
+    /// device pointer among them is valid for what the kernel reads and writes through
+    /// it, until the stream has run the kernel.
+    pub unsafe fn launch(&mut self, config: LaunchConfig) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.args.launch(config) }
+            .map(drop)
+            .map_err(|source| self.kernel.error(source))
+    }
+
+    /// Queues the kernel as a cooperative launch (its grid is resident at once).
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch).
+    pub unsafe fn launch_cooperative(&mut self, config: LaunchConfig) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.args.launch_cooperative(config) }
+            .map(drop)
+            .map_err(|source| self.kernel.error(source))
+    }
+}

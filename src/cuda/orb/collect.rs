@@ -1,0 +1,123 @@
+//! A frame's features (and fused matches) read from the plan's host buffers once the
+//! stream is done, and the downloads that fill them.
+
+use std::mem::size_of;
+
+use cudarc::driver::CudaStream;
+
+use crate::config::OrbScore;
+use crate::cuda::abi::Knn2;
+use crate::cuda::matcher::accept_all;
+use crate::cuda::orb::plan::{Outputs, DESCRIPTOR_BYTES};
+use crate::cuda::orb::{CudaOrbExtractor, Fused};
+use crate::error::{Error, ImageError, Result};
+use crate::spec::harris::harris_response;
+use crate::spec::orientation::angle_degrees;
+use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
+
+impl Outputs {
+    /// Queues the downloads of `n` keypoints' outputs (and their matches when
+    /// `matched`) on `stream`.
+    pub fn download_async(&mut self, n: usize, matched: bool, stream: &CudaStream) -> Result<()> {
+        self.kept.download_async(self.kept.host.bytes, stream)?;
+        self.yx.download_async(n * 4, stream)?;
+        self.level.download_async(n * 4, stream)?;
+        self.key.download_async(n * 8, stream)?;
+        self.moments.download_async(n * 8, stream)?;
+        self.descriptors
+            .download_async(n * DESCRIPTOR_BYTES, stream)?;
+        if matched {
+            self.matches.download_async(n * size_of::<Knn2>(), stream)?;
+        }
+        Ok(())
+    }
+}
+
+/// Little-endian words.
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+impl CudaOrbExtractor {
+    /// The frame's features from the plan's host buffers.
+    pub(super) fn collect(&mut self, width: usize, height: usize) -> Result<Features> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Err(Error::Image(ImageError::Invalid(
+                "no frame was processed".into(),
+            )));
+        };
+        let out = &plan.outputs;
+        let n_levels = plan.geometry.len();
+        let kept = words(out.kept.host.as_slice());
+        let total = (kept[n_levels] as usize).min(plan.capacity);
+        let yx = words(out.yx.host.as_slice());
+        let level = words(out.level.host.as_slice());
+        let moments = words(out.moments.host.as_slice());
+        let keys: Vec<i64> = out
+            .key
+            .host
+            .as_slice()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect();
+        let harris = self.config.score == OrbScore::Harris;
+        let patch = self.config.patch_size as f32;
+        let mut keypoints = Keypoints::with_capacity(total);
+        for i in 0..total {
+            let l = level[i] as usize;
+            let scale = plan.geometry.get(l).map_or(1.0, |g| g.scale) as f32;
+            let (x, y) = (yx[i] & 0xffff, yx[i] >> 16);
+            let (m10, m01) = (moments[2 * i] as i32, moments[2 * i + 1] as i32);
+            let response = if harris {
+                harris_response(keys[i])
+            } else {
+                keys[i] as f32
+            };
+            keypoints.push(
+                x as f32 * scale,
+                y as f32 * scale,
+                patch * scale,
+                angle_degrees(m10, m01),
+                response,
+                l as i32,
+            );
+        }
+        let data = out.descriptors.host.as_slice()[..total * DESCRIPTOR_BYTES].to_vec();
+        self.last_matches = if self.fused.train().is_some() {
+            let m = words(out.matches.host.as_slice());
+            (0..total)
+                .map(|i| Knn2 {
+                    best_index: m[3 * i] as i32,
+                    best: m[3 * i + 1] as i32,
+                    second: m[3 * i + 2] as i32,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Fused::Consecutive {
+            previous_len,
+            config,
+            ..
+        } = &mut self.fused
+        {
+            // Hamming distances are reported as they are.
+            self.consecutive_matches = previous_len.map(|previous| {
+                accept_all(config, &self.last_matches, previous > 1, |raw| raw as f32)
+            });
+            *previous_len = Some(total);
+        }
+        Ok(Features {
+            width,
+            height,
+            keypoints,
+            descriptors: Descriptors {
+                kind: DescriptorKind::Orb256,
+                data,
+            },
+        })
+    }
+}

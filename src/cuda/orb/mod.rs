@@ -1,0 +1,415 @@
+//! ORB on the GPU: the launch sequence of `kernels/orb/*.cu` for one image size,
+//! reproducing the CPU reference (docs/orb-reference.md) bit for bit.
+//!
+//! Per frame: the upload of the frame as it arrived, one CUDA graph (the frame
+//! converted to grey into pyramid level 0, pyramid, oFAST, per-cell thresholds and
+//! candidates, selection, orientation + rBRIEF, optionally fused matching), the
+//! downloads, and one stream synchronisation. The host-side tables (resize taps,
+//! arc table, Gaussian taps, umax, pattern, quotas) come from [`crate::spec`], the
+//! builders the CPU reference uses too, uploaded as they are.
+//!
+//! `plan.rs` holds the tables and buffers of one image size, `shapes.rs` the kernels
+//! and their launch shapes, `launch.rs` one typed launch per kernel and the frame's
+//! launch sequence, `collect.rs` the downloads and the features read from them, and
+//! `pipeline.rs` the overlap of frame N+1's upload with frame N.
+
+use cudarc::driver::CudaEvent;
+
+use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
+use crate::cuda::branch::Branch;
+use crate::cuda::gpu::Gpu;
+use crate::cuda::graph::FrameGraph;
+use crate::cuda::gray::FrameLayout;
+use crate::cuda::memory::DeviceBuffer;
+use crate::error::{ConfigError, CudaError, Error, FeaturesError, Result};
+use crate::extractor::Extractor;
+use crate::image::{GrayImage, RawFrame};
+use crate::spec::brief_pattern::PATTERN;
+use crate::spec::fast_arc::arc_table;
+use crate::spec::orientation::umax;
+use crate::types::{DescriptorKind, Descriptors, Features, Match};
+
+mod collect;
+mod launch;
+mod pipeline;
+mod plan;
+mod shapes;
+
+pub use crate::cuda::abi::Knn2;
+pub use pipeline::CudaOrbPipeline;
+pub use plan::OrbPlanBytes;
+use plan::{to_i32, FrameInput, Plan, DESCRIPTOR_BYTES};
+use shapes::Kernels;
+
+/// Bytes one thread copies into pinned memory: large frames are copied by several
+/// threads, a single core does not reach the memory bandwidth.
+const COPY_CHUNK: usize = 512 * 1024;
+
+/// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer.
+fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
+    use rayon::prelude::*;
+    let bytes = input.layout.upload_bytes();
+    let (to, from) = (
+        &mut input.frame.host.as_mut_slice()[..bytes],
+        &frame.data[..bytes],
+    );
+    to.par_chunks_mut(COPY_CHUNK)
+        .zip(from.par_chunks(COPY_CHUNK))
+        .for_each(|(to, from)| to.copy_from_slice(from));
+}
+
+/// Tables that do not depend on the image size.
+struct Constants {
+    arc: DeviceBuffer,
+    umax: DeviceBuffer,
+    pattern: DeviceBuffer,
+}
+
+/// A train descriptor set resident on the GPU, matched while describing.
+struct Train {
+    buffer: DeviceBuffer,
+    /// How many descriptors `buffer` holds, as the kernels read it (one u32).
+    count: DeviceBuffer,
+}
+
+/// What each frame is matched against while it is described.
+enum Fused {
+    None,
+    /// A set given once (`set_train`).
+    Fixed(Train),
+    /// The frame described before (`match_consecutive_frames`): after matching, each
+    /// frame's descriptors and count are copied into `previous` on the GPU.
+    Consecutive {
+        previous: Train,
+        /// Keypoints of the previous frame; `None` before the first frame.
+        previous_len: Option<usize>,
+        config: MatchConfig,
+    },
+}
+
+impl Fused {
+    fn train(&self) -> Option<&Train> {
+        match self {
+            Fused::None => None,
+            Fused::Fixed(train)
+            | Fused::Consecutive {
+                previous: train, ..
+            } => Some(train),
+        }
+    }
+}
+
+/// One pyramid level's intermediate images on the GPU, as the CPU reference's
+/// `LevelView` names them.
+pub struct LevelStages {
+    pub image: Vec<u8>,
+    /// FAST scores at `min_fast_threshold`.
+    pub scores: Vec<u8>,
+    pub smoothed: Vec<u8>,
+}
+
+/// What a frame measured: upload and extraction on the GPU, from events.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrameTiming {
+    pub upload_ms: f32,
+    pub extract_ms: f32,
+}
+
+/// ORB on one GPU, exactly as docs/orb-reference.md specifies (grid distribution).
+pub struct CudaOrbExtractor {
+    config: OrbConfig,
+    gpu: Gpu,
+    unified: bool,
+    use_graph: bool,
+    kernels: Kernels,
+    constants: Constants,
+    fused: Fused,
+    plan: Option<Plan>,
+    last_matches: Vec<Knn2>,
+    /// The last frame's accepted matches with the frame before it (consecutive mode).
+    consecutive_matches: Option<Vec<Match>>,
+    last_timing: FrameTiming,
+    /// Upload start, upload end = extraction start, extraction end.
+    events: [CudaEvent; 3],
+    /// Runs level 0's FAST beside the pyramid (`enqueue`).
+    level0_branch: Branch,
+}
+
+impl CudaOrbExtractor {
+    /// Opens GPU 0. `sm_limit` runs it on that many SMs (Jetson-class runs; see `Gpu::open`).
+    pub fn new(config: OrbConfig, memory: MemoryMode, sm_limit: Option<u32>) -> Result<Self> {
+        config.validate()?;
+        if config.distribution != Distribution::Grid {
+            return Err(Error::Cuda(CudaError::Unsupported {
+                parameter: "orb.distribution",
+                hint: "the CUDA ORB implements `grid` only; top_response runs on the CPU backend",
+            }));
+        }
+        let gpu = Gpu::open(0, sm_limit)?;
+        let unified = gpu.uses_unified(memory);
+        let kernels = Kernels::load(&gpu)?;
+        let ctx = &gpu.ctx;
+        let arc: Vec<u64> = arc_table().to_vec();
+        let umax: Vec<i32> = umax().iter().map(|&u| u as i32).collect();
+        let pattern: Vec<i8> = PATTERN.iter().flatten().copied().collect();
+        let constants = Constants {
+            arc: DeviceBuffer::from_slice(ctx, &arc)?,
+            umax: DeviceBuffer::from_slice(ctx, &umax)?,
+            pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
+        };
+        gpu.log_pipeline("CUDA ORB", unified);
+        let events = gpu.frame_events()?;
+        let level0_branch = Branch::new(&gpu)?;
+        Ok(Self {
+            events,
+            level0_branch,
+            config,
+            gpu,
+            unified,
+            use_graph: true,
+            kernels,
+            constants,
+            fused: Fused::None,
+            plan: None,
+            last_matches: Vec::new(),
+            consecutive_matches: None,
+            last_timing: FrameTiming::default(),
+        })
+    }
+
+    pub fn is_unified(&self) -> bool {
+        self.unified
+    }
+
+    /// `false` launches each frame's kernels one by one instead of replaying the
+    /// frame's captured CUDA graph (on by default): to profile plain launches or to
+    /// measure what the graph saves.
+    pub fn set_graph(&mut self, enabled: bool) {
+        self.plan_graph_reset();
+        self.use_graph = enabled;
+    }
+
+    /// Keeps `train` on the GPU: later frames match against it while describing.
+    /// `None` stops fused matching.
+    pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
+        self.plan_graph_reset();
+        self.consecutive_matches = None;
+        self.fused = match train {
+            None => Fused::None,
+            Some(d) if d.kind != DescriptorKind::Orb256 => {
+                return Err(Error::Features(FeaturesError::DescriptorMismatch {
+                    query: DescriptorKind::Orb256.name().into(),
+                    train: d.kind.name().into(),
+                }))
+            }
+            Some(d) => {
+                let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
+                Fused::Fixed(Train {
+                    buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
+                    count: DeviceBuffer::from_slice(&self.gpu.ctx, &[len])?,
+                })
+            }
+        };
+        Ok(())
+    }
+
+    /// Matches each frame against the frame described before it, on the GPU: the
+    /// previous frame's descriptors stay there, the forward search runs while
+    /// describing, the cross-check (if `config` asks) right after, and the ratio test
+    /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
+    pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
+        self.plan_graph_reset();
+        self.consecutive_matches = None;
+        self.fused = match config {
+            None => Fused::None,
+            Some(config) => {
+                let capacity = self.config.n_features as usize;
+                Fused::Consecutive {
+                    previous: Train {
+                        buffer: DeviceBuffer::new(&self.gpu.ctx, capacity * DESCRIPTOR_BYTES)?,
+                        count: DeviceBuffer::from_slice(&self.gpu.ctx, &[0u32])?,
+                    },
+                    previous_len: None,
+                    config: config.clone(),
+                }
+            }
+        };
+        Ok(())
+    }
+
+    /// The last frame's intermediate images per level, downloaded (synchronously) for
+    /// stage-by-stage comparison with the CPU reference.
+    pub fn stage_images(&self) -> Result<Vec<LevelStages>> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(Vec::new());
+        };
+        self.gpu.ctx.bind_to_thread()?;
+        let download = |buffer: &DeviceBuffer| -> Result<Vec<u8>> {
+            let mut host = vec![0u8; buffer.bytes];
+            // SAFETY: `host` has exactly `buffer.bytes` bytes; the copy is synchronous.
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, buffer.ptr) }?;
+            Ok(host)
+        };
+        let (pyramid, scores, smoothed) = (
+            download(&plan.pyramid)?,
+            download(&plan.scores)?,
+            download(&plan.smoothed)?,
+        );
+        let mut offset = 0;
+        Ok(plan
+            .geometry
+            .iter()
+            .map(|g| {
+                let range = offset..offset + g.width * g.height;
+                offset = range.end;
+                LevelStages {
+                    image: pyramid[range.clone()].to_vec(),
+                    scores: scores[range.clone()].to_vec(),
+                    smoothed: smoothed[range].to_vec(),
+                }
+            })
+            .collect())
+    }
+
+    /// Best and second-best train match of each keypoint of the last frame (fused path).
+    pub fn last_matches(&self) -> &[Knn2] {
+        &self.last_matches
+    }
+
+    pub fn last_timing(&self) -> FrameTiming {
+        self.last_timing
+    }
+
+    fn plan_graph_reset(&mut self) {
+        if let Some(plan) = &mut self.plan {
+            for input in &mut plan.inputs {
+                input.graph = None;
+            }
+        }
+    }
+
+    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
+        if self
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.width == width && p.height == height)
+        {
+            return Ok(());
+        }
+        self.plan = None; // frees the old buffers first
+        self.plan = Some(Plan::new(
+            &self.gpu,
+            &self.kernels,
+            &self.config,
+            width,
+            height,
+            self.unified,
+        )?);
+        Ok(())
+    }
+
+    /// Runs the per-frame kernels on the frame of input `slot`: captured into that
+    /// slot's graph once per size and train set; plain launches (one log line) where
+    /// capture is refused.
+    fn run_frame_kernels(&mut self, slot: usize) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(());
+        };
+        let input = plan.inputs.get(slot).ok_or_else(|| {
+            Error::Config(ConfigError::Invalid {
+                name: "input slot".into(),
+                reason: format!(
+                    "the plan has {} input slots, not {}",
+                    plan.inputs.len(),
+                    slot + 1
+                ),
+            })
+        })?;
+        if self.use_graph && input.graph.is_none() {
+            let captured = FrameGraph::capture(&self.gpu.stream, || self.enqueue(plan, input))?;
+            self.use_graph = captured.is_some();
+            if let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)) {
+                input.graph = captured;
+            }
+        }
+        let Some(plan) = self.plan.as_ref() else {
+            return Ok(());
+        };
+        match plan.inputs.get(slot) {
+            Some(FrameInput {
+                graph: Some(graph), ..
+            }) => graph.launch(),
+            Some(input) => self.enqueue(plan, input),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues the kernels on the frame of input `slot` (between events 1 and 2) and
+    /// the downloads of the results; the caller synchronises the stream.
+    fn queue_frame(&mut self, slot: usize) -> Result<()> {
+        let stream = self.gpu.stream.clone();
+        self.events[1].record(&stream)?;
+        self.run_frame_kernels(slot)?;
+        self.events[2].record(&stream)?;
+        let Some(plan) = self.plan.as_mut() else {
+            return Ok(());
+        };
+        let matched = self.fused.train().is_some();
+        plan.outputs.download_async(plan.capacity, matched, &stream)
+    }
+
+    /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
+    fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<()> {
+        self.gpu.ctx.bind_to_thread()?;
+        self.prepare(layout.width, layout.height)?;
+        let stream = self.gpu.stream.clone();
+        {
+            let Some(plan) = self.plan.as_mut() else {
+                return Ok(());
+            };
+            let input = plan.input(&self.gpu, 0, layout, self.unified)?;
+            copy_frame(input, frame);
+            self.events[0].record(&stream)?;
+            input.frame.upload_async(&stream)?;
+        }
+        self.queue_frame(0)?;
+        stream.synchronize()?;
+        let events = &self.events;
+        self.last_timing = FrameTiming {
+            upload_ms: events[0].elapsed_ms(&events[1])?,
+            extract_ms: events[1].elapsed_ms(&events[2])?,
+        };
+        Ok(())
+    }
+}
+
+impl Extractor for CudaOrbExtractor {
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        self.extract_frame(&image.as_raw())
+    }
+
+    /// Uploads the frame as it arrived and converts it to grey on the GPU, bit for bit
+    /// as `GrayImage::from_raw` does on the CPU.
+    fn extract_frame(&mut self, frame: &RawFrame<'_>) -> Result<Features> {
+        let layout = FrameLayout::of(frame)?;
+        self.run(frame, layout)?;
+        self.collect(layout.width, layout.height)
+    }
+
+    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        self.match_consecutive(config)?;
+        Ok(config.is_some())
+    }
+
+    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
+        self.consecutive_matches.take()
+    }
+
+    fn backend_name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device_name(&self) -> String {
+        self.gpu.label()
+    }
+}

@@ -1,0 +1,464 @@
+//! The level tables and buffers of one image size, and what they cost
+//! (docs/memory.md), computed from the same tables with or without a GPU.
+
+use std::mem::{size_of, size_of_val};
+
+use cudarc::driver::sys::CUdeviceptr;
+
+use crate::config::OrbConfig;
+use crate::cuda::abi::{
+    Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, WARP,
+};
+use crate::cuda::gpu::Gpu;
+use crate::cuda::graph::FrameGraph;
+use crate::cuda::gray::FrameLayout;
+use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
+use crate::error::{Error, ImageError, Result};
+use crate::spec::grid::{DetectionArea, Grid};
+use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
+use crate::spec::quotas::level_quotas;
+
+/// Words of the pyramid's grid barrier: the arrival counter, then the generation on
+/// its own 128-byte line (kernels/common/grid_barrier.cuh).
+const GRID_BARRIER_WORDS: usize = GRID_BARRIER_GENERATION + 1;
+/// Bytes of one descriptor.
+pub const DESCRIPTOR_BYTES: usize = DESC_WORDS * size_of::<u32>();
+
+pub fn to_i32(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value)
+        .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
+}
+
+/// Groups of 32 records (one `orb_record_ranks` / `orb_record_place` block each) that
+/// the levels can hold: a level has at most min(its slots, 2 quota) records. At least 1.
+fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
+    let groups: u64 = levels
+        .iter()
+        .zip(quotas)
+        .map(|(level, &quota)| {
+            let records = i64::from(level.cand_capacity).min(2 * i64::from(quota));
+            u64::try_from(records)
+                .unwrap_or(0)
+                .div_ceil(u64::from(WARP))
+        })
+        .sum();
+    u32::try_from(groups).unwrap_or(u32::MAX).max(1)
+}
+
+/// The level tables of a `width` x `height` frame and the sizes they give the buffers.
+struct PlanTables {
+    geometry: Vec<LevelGeometry>,
+    levels: Vec<OrbLevel>,
+    taps: Vec<ResizeTap>,
+    quotas: Vec<i32>,
+    /// Pixels of all levels (one byte each).
+    pyramid_bytes: usize,
+    /// Grid cells and candidate slots of all levels.
+    cells: usize,
+    slots: usize,
+    /// Words of the corner bitmap.
+    corner_words: usize,
+}
+
+impl PlanTables {
+    fn new(c: &OrbConfig, width: usize, height: usize) -> Result<Self> {
+        let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
+        let quotas: Vec<i32> = level_quotas(c.n_features, c.n_levels, c.scale_factor)
+            .into_iter()
+            .map(|q| to_i32(q, "quota"))
+            .collect::<Result<_>>()?;
+        let edge = c.edge_threshold as usize;
+        let mut levels = Vec::with_capacity(geometry.len());
+        let mut taps = Vec::new();
+        let (mut offset, mut cells, mut slots, mut corner_words) = (0usize, 0usize, 0usize, 0usize);
+        for (l, g) in geometry.iter().enumerate() {
+            let mut level = OrbLevel {
+                width: to_i32(g.width, "width")?,
+                height: to_i32(g.height, "height")?,
+                offset: to_i32(offset, "pyramid size")?,
+                edge: to_i32(edge, "edge")?,
+                cell_w: 1,
+                cell_h: 1,
+                cell_offset: to_i32(cells, "cells")?,
+                cand_offset: to_i32(slots, "candidates")?,
+                corner_words: to_i32(corner_words, "corner bitmap")?,
+                ..OrbLevel::default()
+            };
+            if l > 0 {
+                let previous = geometry[l - 1];
+                // The taps of one axis, appended to `taps`; returns where they start.
+                let mut push_taps = |from: usize, to: usize| -> Result<i32> {
+                    let start = to_i32(taps.len(), "taps")?;
+                    let axis = resize_taps(from, to);
+                    taps.extend(axis.first.iter().zip(&axis.second_weight).map(|(&s, &w)| {
+                        ResizeTap {
+                            src: s as i32,
+                            w1: i32::from(w),
+                        }
+                    }));
+                    Ok(start)
+                };
+                level.taps_x = push_taps(previous.width, g.width)?;
+                level.taps_y = push_taps(previous.height, g.height)?;
+            }
+            if let Some(area) = DetectionArea::new(g.width, g.height, edge) {
+                let grid = Grid::new(area, c.grid_cell_size as usize);
+                level.n_cols = to_i32(grid.n_cols, "cells")?;
+                level.n_rows = to_i32(grid.n_rows, "cells")?;
+                level.cell_w = to_i32(grid.cell_width, "cell")?;
+                level.cell_h = to_i32(grid.cell_height, "cell")?;
+                // Strict 3x3 NMS keeps at most one pixel of each 2x2 block.
+                let capacity = area.width().div_ceil(2) * area.height().div_ceil(2);
+                level.cand_capacity = to_i32(capacity, "candidates")?;
+                cells += grid.n_cells();
+                slots += capacity;
+            }
+            offset += g.width * g.height;
+            // corner_row_words in kernels/common/levels.cuh.
+            corner_words += g.width.div_ceil(32) * g.height;
+            levels.push(level);
+        }
+        // The kernels index the packed pyramid with i32.
+        to_i32(offset, "pyramid size")?;
+        Ok(Self {
+            geometry,
+            levels,
+            taps,
+            quotas,
+            pyramid_bytes: offset,
+            cells,
+            slots,
+            corner_words,
+        })
+    }
+}
+
+/// What a plan allocates for a frame, in bytes (docs/memory.md): computed without a GPU
+/// from the same tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrbPlanBytes {
+    /// Pyramid, smoothed pyramid, FAST scores, corner bitmap, candidates, selection
+    /// records, counters, cells, the grid barrier and the tables (device).
+    pub device: usize,
+    /// Buffers that cross to the host (one frame slot, kept counts, outputs): in device
+    /// memory mode each is a device buffer and as much pinned host memory; in unified
+    /// mode, mapped pinned host memory only.
+    pub staged: usize,
+}
+
+impl OrbPlanBytes {
+    pub fn new(config: &OrbConfig, width: usize, height: usize) -> Result<Self> {
+        let t = PlanTables::new(config, width, height)?;
+        let n_levels = t.levels.len();
+        let (cells, slots) = (t.cells.max(1), t.slots.max(1));
+        let words = |n: usize| n * size_of::<u32>();
+        let capacity = config.n_features as usize;
+        Ok(Self {
+            device: size_of_val(t.levels.as_slice())
+                + size_of_val(t.taps.as_slice())
+                + size_of_val(t.quotas.as_slice())
+                + 2 * t.pyramid_bytes.next_multiple_of(4)
+                + t.pyramid_bytes
+                + words(t.corner_words.max(1))
+                + words(GRID_BARRIER_WORDS)
+                + words(n_levels + n_levels * ORB_SCORE_BINS)
+                + 2 * words(cells)
+                + slots * (4 + 4 + 8 + 1)
+                + slots * (8 + 4 + 4 + 4)
+                + words(n_levels),
+            staged: width * height
+                + words(n_levels + 1)
+                + capacity * (4 + 4 + 8 + 2 * 4 + DESCRIPTOR_BYTES + size_of::<Knn2>()),
+        })
+    }
+}
+
+/// The NMS survivors of every cell, at each level's first slot (structure of arrays).
+pub struct Candidates {
+    /// y << 16 | x.
+    pub yx: DeviceBuffer,
+    /// The cell within the level.
+    pub cell: DeviceBuffer,
+    /// The FAST ranking key (i64).
+    pub key: DeviceBuffer,
+    /// The FAST score (u8).
+    pub score: DeviceBuffer,
+}
+
+/// The selection records, at each level's first slot (structure of arrays).
+pub struct Records {
+    /// The ranking key (i64): FAST or Harris.
+    pub key: DeviceBuffer,
+    pub yx: DeviceBuffer,
+    pub cell: DeviceBuffer,
+    /// The rank within the cell.
+    pub rank: DeviceBuffer,
+}
+
+/// The keypoints a frame keeps and what is computed for them, crossing to the host
+/// (structure of arrays, `capacity` entries each).
+pub struct Outputs {
+    /// n_levels + 1 words: the keypoints kept per level, then their total.
+    pub kept: Staged,
+    pub yx: Staged,
+    pub level: Staged,
+    /// The ranking key (i64).
+    pub key: Staged,
+    /// (m10, m01) per keypoint.
+    pub moments: Staged,
+    pub descriptors: Staged,
+    /// One [`Knn2`] per keypoint (fused matching).
+    pub matches: Staged,
+}
+
+/// The per-frame counters, zeroed each frame, within one buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct OrbCounters {
+    /// Candidates per level (n_levels words).
+    pub level_counts: CUdeviceptr,
+    /// Each level's histogram of FAST scores (n_levels x ORB_SCORE_BINS words).
+    pub score_histograms: CUdeviceptr,
+}
+
+/// Level tables and buffers for one image size.
+pub struct Plan {
+    pub width: usize,
+    pub height: usize,
+    pub geometry: Vec<LevelGeometry>,
+    pub total_cells: i32,
+    pub capacity: usize,
+    /// The launch shapes of the frame's kernels.
+    pub shapes: Shapes,
+    pub levels: DeviceBuffer,
+    pub taps: DeviceBuffer,
+    pub quotas: DeviceBuffer,
+    /// Slot 0 serves `extract`; the pipeline (`pipeline.rs`) adds a second slot.
+    pub inputs: Vec<FrameInput>,
+    pub pyramid: DeviceBuffer,
+    pub smoothed: DeviceBuffer,
+    pub scores: DeviceBuffer,
+    /// A bit per pixel, rows of whole words per level: the corners `orb_fast_score`
+    /// found, which `orb_cell_candidates` scans instead of every score.
+    pub corner_bits: DeviceBuffer,
+    pub barrier: DeviceBuffer,
+    /// Zeroed each frame: [`OrbCounters`].
+    pub counters: DeviceBuffer,
+    /// Per cell, written each frame: the first slot and the number of its candidates.
+    pub cell_starts: DeviceBuffer,
+    pub cell_counts: DeviceBuffer,
+    pub candidates: Candidates,
+    pub records: Records,
+    /// Records per level (min(candidates, 2 quota)).
+    pub level_records: DeviceBuffer,
+    pub outputs: Outputs,
+    /// Consecutive matching's cross-check: the previous frame's best match among this
+    /// frame's keypoints, one [`Knn2`] per previous keypoint.
+    pub backward: DeviceBuffer,
+}
+
+/// One frame buffer, the layout of the frames it takes, and the per-frame kernels
+/// captured to read it: each slot has its own graph, so alternating slots costs no
+/// copy and no graph update.
+pub struct FrameInput {
+    pub frame: Staged,
+    pub layout: FrameLayout,
+    pub graph: Option<FrameGraph>,
+}
+
+impl FrameInput {
+    fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
+        Ok(Self {
+            frame: Staged::new(&gpu.ctx, layout.upload_bytes(), unified)?,
+            layout,
+            graph: None,
+        })
+    }
+}
+
+impl Plan {
+    pub fn new(
+        gpu: &Gpu,
+        kernels: &Kernels,
+        c: &OrbConfig,
+        width: usize,
+        height: usize,
+        unified: bool,
+    ) -> Result<Self> {
+        let PlanTables {
+            geometry,
+            levels,
+            taps,
+            quotas,
+            pyramid_bytes: offset,
+            cells,
+            slots,
+            corner_words,
+        } = PlanTables::new(c, width, height)?;
+        let capacity = c.n_features as usize;
+        let n_levels = levels.len();
+        let total_cells = to_i32(cells, "cells")?;
+        let cells = cells.max(1);
+        let slots = slots.max(1);
+        let counters = n_levels + n_levels * ORB_SCORE_BINS;
+        let shapes = Shapes::new(
+            gpu,
+            kernels,
+            &PlanSize {
+                width,
+                height,
+                geometry: &geometry,
+                total_cells,
+                // Groups of 32 records the levels can hold at most: the blocks that
+                // `orb_record_ranks` / `orb_record_place` can keep busy.
+                record_groups: record_groups(&levels, &quotas),
+                capacity,
+            },
+        )?;
+        let ctx = &gpu.ctx;
+        let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
+        let staged = |bytes: usize| Staged::new(ctx, bytes, unified);
+        Ok(Plan {
+            width,
+            height,
+            geometry,
+            total_cells,
+            capacity,
+            shapes,
+            levels: DeviceBuffer::from_slice(ctx, &levels)?,
+            taps: DeviceBuffer::from_slice(ctx, &taps)?,
+            quotas: DeviceBuffer::from_slice(ctx, &quotas)?,
+            inputs: Vec::new(),
+            // Whole words: orb_describe reads the aligned words holding its patch rows.
+            pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
+            smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
+            scores: DeviceBuffer::new(ctx, offset)?,
+            corner_bits: DeviceBuffer::new(ctx, corner_words.max(1) * size_of::<u32>())?,
+            barrier,
+            counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
+            cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
+            cell_counts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,
+            candidates: Candidates {
+                yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                cell: DeviceBuffer::new(ctx, slots * size_of::<i32>())?,
+                key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+                score: DeviceBuffer::new(ctx, slots)?,
+            },
+            records: Records {
+                key: DeviceBuffer::new(ctx, slots * size_of::<i64>())?,
+                yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                cell: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+            },
+            level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            outputs: Outputs {
+                kept: staged((n_levels + 1) * size_of::<u32>())?,
+                yx: staged(capacity * size_of::<u32>())?,
+                level: staged(capacity * size_of::<i32>())?,
+                key: staged(capacity * size_of::<i64>())?,
+                moments: staged(capacity * 2 * size_of::<i32>())?,
+                descriptors: staged(capacity * DESCRIPTOR_BYTES)?,
+                matches: staged(capacity * size_of::<Knn2>())?,
+            },
+            backward: DeviceBuffer::new(ctx, capacity * size_of::<Knn2>())?,
+        })
+    }
+
+    pub fn n_levels(&self) -> i32 {
+        self.geometry.len() as i32
+    }
+
+    pub fn counters(&self) -> OrbCounters {
+        let level_counts = self.counters.ptr;
+        OrbCounters {
+            level_counts,
+            score_histograms: level_counts + (self.geometry.len() * size_of::<u32>()) as u64,
+        }
+    }
+
+    /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
+    pub fn kept_total(&self) -> CUdeviceptr {
+        self.outputs.kept.ptr + (self.geometry.len() * size_of::<u32>()) as u64
+    }
+
+    /// Input `slot`, taking frames of `layout`: made on first use, and made again
+    /// (with its graph) when the frames' encoding or step changes.
+    pub fn input(
+        &mut self,
+        gpu: &Gpu,
+        slot: usize,
+        layout: FrameLayout,
+        unified: bool,
+    ) -> Result<&mut FrameInput> {
+        while self.inputs.len() <= slot {
+            self.inputs.push(FrameInput::new(gpu, layout, unified)?);
+        }
+        let input = &mut self.inputs[slot];
+        if input.layout != layout {
+            *input = FrameInput::new(gpu, layout, unified)?;
+        }
+        Ok(input)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_groups_bound_each_level_by_its_slots_and_twice_its_quota() {
+        let level = |cand_capacity| OrbLevel {
+            cand_capacity,
+            ..OrbLevel::default()
+        };
+        // 2 x 100 records in 7 groups of 32, 40 slots in 2, a level without slots in none.
+        let levels = [level(10_000), level(40), level(0)];
+        assert_eq!(record_groups(&levels, &[100, 100, 100]), 7 + 2);
+        // No records at all still launches one block (it writes the kept counts).
+        assert_eq!(record_groups(&[level(0)], &[100]), 1);
+    }
+
+    #[test]
+    fn plan_bytes_follow_the_documented_formula() {
+        for (width, height) in [(1920, 1080), (640, 480), (8192, 8192), (40, 30)] {
+            let config = OrbConfig::default();
+            let bytes = OrbPlanBytes::new(&config, width, height).unwrap();
+            let geometry = level_geometry(width, height, config.n_levels, config.scale_factor);
+            let n = geometry.len();
+            let pixels: usize = geometry.iter().map(|g| g.width * g.height).sum();
+            let corner_words: usize = geometry
+                .iter()
+                .map(|g| g.width.div_ceil(32) * g.height)
+                .sum();
+            let (mut slots, mut cells) = (0, 0);
+            for g in &geometry {
+                if let Some(area) =
+                    DetectionArea::new(g.width, g.height, config.edge_threshold as usize)
+                {
+                    slots += area.width().div_ceil(2) * area.height().div_ceil(2);
+                    cells += Grid::new(area, config.grid_cell_size as usize).n_cells();
+                }
+            }
+            let taps: usize = geometry[1..].iter().map(|g| g.width + g.height).sum();
+            let tables = n * size_of::<OrbLevel>() + 4 * n + size_of::<ResizeTap>() * taps;
+            let device = 3 * pixels + 4 * corner_words + 37 * slots + 4 * n * 257 + 8 * cells;
+            let case = format!("{width}x{height}");
+            // Rounding the pyramids up to words, the barrier and the level records add
+            // under 256 bytes beside the tables.
+            let fixed = bytes.device - device;
+            assert!(fixed >= tables && fixed < tables + 256, "{case}: {bytes:?}");
+            let outputs = config.n_features as usize;
+            assert_eq!(
+                bytes.staged,
+                width * height + 4 * (n + 1) + 68 * outputs,
+                "{case}"
+            );
+            // docs/memory.md's rule of thumb from 1080p up: 11 to 12.4 bytes a level pixel
+            // (12.4 less what the edges take from sum P_l / 4 candidate slots).
+            if width >= 1920 {
+                let per_pixel = bytes.device as f64 / pixels as f64;
+                assert!((11.0..12.4).contains(&per_pixel), "{case}: {per_pixel}");
+            }
+        }
+    }
+}

@@ -232,6 +232,19 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((4899 * r as u32 + 9617 * g as u32 + 1868 * b as u32 + 8192) >> 14) as u8
 }
 
+/// [`luma`] of a row of `N`-byte pixels with red, green and blue at `R`, `G`, `B`: known
+/// at compile time, the loop vectorises (a 1080p bgr8 frame in a fraction of the time).
+fn luma_row<const N: usize, const R: usize, const G: usize, const B: usize>(
+    row: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    out.resize(start + row.len() / N, 0);
+    for (grey, pixel) in out[start..].iter_mut().zip(row.chunks_exact(N)) {
+        *grey = luma(pixel[R], pixel[G], pixel[B]);
+    }
+}
+
 impl GrayImage {
     /// Wraps packed grey pixels; `data.len()` must be `width * height`.
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
@@ -267,7 +280,14 @@ impl GrayImage {
                 }
                 GrayRule::Byte(offset) => out.extend(pixels.map(|p| p[offset])),
                 GrayRule::Luma { red, green, blue } => {
-                    out.extend(pixels.map(|p| luma(p[red], p[green], p[blue])))
+                    let row = &row[..row_bytes];
+                    match (bytes_per_pixel, red, green, blue) {
+                        (3, 0, 1, 2) => luma_row::<3, 0, 1, 2>(row, &mut out),
+                        (3, 2, 1, 0) => luma_row::<3, 2, 1, 0>(row, &mut out),
+                        (4, 0, 1, 2) => luma_row::<4, 0, 1, 2>(row, &mut out),
+                        (4, 2, 1, 0) => luma_row::<4, 2, 1, 0>(row, &mut out),
+                        _ => out.extend(pixels.map(|p| luma(p[red], p[green], p[blue]))),
+                    }
                 }
             }
         }

@@ -199,6 +199,7 @@ fn latency(c: &mut Criterion) {
     let cases = [
         case(Cpu, Orb, vga, Mono8, Unmatched, None),
         case(Cpu, Orb, vga, Mono8, Temporal, None),
+        case(Cpu, Orb, full_hd, Bgr8, Unmatched, None),
         case(Cuda, Orb, full_hd, Mono8, Unmatched, None),
         case(Cuda, Orb, full_hd, Mono8, Temporal, None),
         case(Cuda, Orb, full_hd, Bgr8, Temporal, None),

@@ -314,8 +314,7 @@ fn stage_views_hold_what_the_stage_functions_compute() {
     use orbsift::cpu::blur::gaussian_blur;
     use orbsift::cpu::fast::score_map;
     use orbsift::cpu::orb::score_map_threshold;
-    use orbsift::cpu::pyramid::{resize, RowCache};
-    use orbsift::spec::pyramid::resize_taps;
+    use orbsift::cpu::pyramid::Resizer;
     let image = load("graf3.png");
     let config = OrbConfig::default();
     let mut extractor = OrbExtractor::new(config.clone()).expect("config");
@@ -327,13 +326,10 @@ fn stage_views_hold_what_the_stage_functions_compute() {
     assert!(level0.image.is_none(), "level 0 is the input itself");
     let (w, h) = (level1.geometry.width, level1.geometry.height);
     let mut resized = vec![0; w * h];
-    resize(
+    Resizer::new(image.width(), image.height(), w, h).resize(
         image.data(),
         image.width(),
         &mut resized,
-        &resize_taps(image.width(), w),
-        &resize_taps(image.height(), h),
-        &mut RowCache::default(),
     );
     assert_eq!(level1.image, Some(&resized[..]));
     let mut scores = vec![0; w * h];

@@ -18,13 +18,13 @@ use super::candidates::{apply_cell_thresholds, apply_threshold, local_maxima, Ca
 use super::fast::score_map;
 use super::harris::harris_key;
 use super::orientation::intensity_centroid;
-use super::pyramid::{resize, RowCache};
+use super::pyramid::Resizer;
 use super::select::{by_key, by_score, keep_best_fast_scores, keep_first, keep_grid};
 use crate::spec::brief_pattern::PATTERN_REACH;
 use crate::spec::grid::{DetectionArea, Grid};
 use crate::spec::harris::harris_response;
 use crate::spec::orientation::angle_degrees;
-use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry, ResizeTaps};
+use crate::spec::pyramid::{level_geometry, LevelGeometry};
 use crate::spec::quotas::level_quotas;
 
 /// A keypoint of one level, in level pixels, before scaling to the input.
@@ -57,9 +57,8 @@ struct LevelWork {
 struct Level {
     /// The level's pixels; empty for level 0, which is the input itself.
     image: Vec<u8>,
-    /// Resize taps from the previous level (level 0 has none).
-    taps: Option<(ResizeTaps, ResizeTaps)>,
-    row_cache: RowCache,
+    /// Resizes the previous level into this one (level 0 has none).
+    resizer: Option<Resizer>,
     work: LevelWork,
 }
 
@@ -117,17 +116,13 @@ impl OrbExtractor {
             .enumerate()
             .map(|(l, (&g, quota))| {
                 let area = DetectionArea::new(g.width, g.height, edge);
-                let taps = (l > 0).then(|| {
+                let resizer = (l > 0).then(|| {
                     let previous = geometry[l - 1];
-                    (
-                        resize_taps(previous.width, g.width),
-                        resize_taps(previous.height, g.height),
-                    )
+                    Resizer::new(previous.width, previous.height, g.width, g.height)
                 });
                 Level {
                     image: vec![0; if l == 0 { 0 } else { g.width * g.height }],
-                    taps,
-                    row_cache: RowCache::default(),
+                    resizer,
                     work: LevelWork {
                         index: l,
                         geometry: g,
@@ -166,13 +161,12 @@ impl OrbExtractor {
             for level in self.levels.iter_mut() {
                 let Level {
                     image,
-                    taps,
-                    row_cache,
+                    resizer,
                     work,
                 } = level;
-                let pixels: &[u8] = match taps {
-                    Some((x_taps, y_taps)) => {
-                        resize(previous.0, previous.1, image, x_taps, y_taps, row_cache);
+                let pixels: &[u8] = match resizer {
+                    Some(resizer) => {
+                        resizer.resize(previous.0, previous.1, image);
                         image
                     }
                     None => input,
@@ -187,7 +181,7 @@ impl OrbExtractor {
     pub fn level(&self, l: usize) -> Option<LevelView<'_>> {
         self.levels.get(l).map(|level| LevelView {
             geometry: level.work.geometry,
-            image: level.taps.as_ref().map(|_| &level.image[..]),
+            image: level.resizer.as_ref().map(|_| &level.image[..]),
             scores: &level.work.scores,
             smoothed: (!level.work.keypoints.is_empty()).then_some(&level.work.smoothed[..]),
             smoothed_tiles: &level.work.smoothed_tiles,

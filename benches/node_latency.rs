@@ -3,20 +3,25 @@
 //! extraction, temporal matching, messages, CDR encoding), without the DDS transfer
 //! itself: the CPU backend at 640x480, and CUDA at 1920x1080 (mono8, bgr8 and uyvy
 //! frames, all SMs and 8, ORB and SIFT) where a GPU is usable (scripts/gpu-check.sh
-//! runs it there).
+//! runs it there). Each latency is the frame's own: its results are published before
+//! the next frame comes. The throughput case streams 1080p camera frames back to back
+//! through `Node::run`, where CUDA ORB overlaps each frame's upload with the kernels of
+//! the frame before.
 //!
 //! `cargo bench --bench node_latency`; `ORBSIFT_DATA_DIR` points at tests/data when
 //! the bench binary runs away from its source tree.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use orbsift::config::{MatchMode, NodeConfig, NodeMatchConfig};
 use orbsift::image::Encoding;
 use orbsift::msgs::{self, DiagnosticArray, Header, Image, Time};
-use orbsift::node::{Camera, Frame, Node, Outputs};
-use orbsift::{Algorithm, Backend, Config, Extractor, Matcher, Result};
+use orbsift::node::{Camera, Frame, FrameSource, Next, Node, Outputs, Pixels};
+use orbsift::{Algorithm, Backend, Config, Extractor, GrayImage, Matcher, Result};
 
 /// Encodes every message to CDR, the work a transport does before sending.
 struct EncodingOutputs;
@@ -175,7 +180,11 @@ fn latency_of(c: &mut Criterion, case: &Case) {
     group.bench_function(case.name(&backend_name), |b| {
         b.iter_batched(
             || image.clone(),
-            |image| node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs),
+            |image| {
+                node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs);
+                // Latency: the frame's own results, not overlapped with a next frame.
+                node.finish_in_flight(&EncodingOutputs);
+            },
             criterion::BatchSize::LargeInput,
         )
     });
@@ -212,5 +221,98 @@ fn latency(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, latency);
+/// A camera read in-process: a capture thread hands grey frames (a fresh buffer each,
+/// as a capture makes) through a short queue, as fast as the node takes them.
+struct Camera1080p {
+    frames: std::sync::mpsc::Receiver<GrayImage>,
+    left: u64,
+}
+
+impl Camera1080p {
+    fn start(count: u64) -> Self {
+        let (sender, frames) = std::sync::mpsc::sync_channel(2);
+        let image = image_message((1920, 1080), Encoding::Mono8);
+        let gray = GrayImage::new(1920, 1080, image.data).expect("1080p frame");
+        std::thread::spawn(move || {
+            for _ in 0..count {
+                if sender.send(gray.clone()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            frames,
+            left: count,
+        }
+    }
+}
+
+impl FrameSource for Camera1080p {
+    fn next(&mut self, deadline: Instant) -> Result<Next> {
+        if self.left == 0 {
+            return Ok(Next::End);
+        }
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        Ok(match self.frames.recv_timeout(timeout) {
+            Ok(gray) => {
+                self.left -= 1;
+                let header = Header {
+                    stamp: Time { sec: 1, nanosec: 0 },
+                    frame_id: "camera".into(),
+                };
+                Next::Frame(Box::new(Frame::now(
+                    Camera::Mono,
+                    header,
+                    Pixels::Gray(gray),
+                )))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Next::Idle,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Next::End,
+        })
+    }
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+/// Frames through one node as fast as a camera read in-process delivers them: the
+/// time per frame of `Node::run` over a stream, where each frame's copy and upload
+/// overlap the previous frame's kernels (CUDA ORB). Frames/s is its inverse.
+fn throughput(c: &mut Criterion) {
+    let case = Case {
+        backend: Backend::Cuda,
+        algorithm: Algorithm::Orb,
+        size: (1920, 1080),
+        encoding: Encoding::Mono8,
+        matching: MatchMode::Temporal,
+        sm_limit: None,
+    };
+    let mut node = match node_for(&case) {
+        Ok(node) => node,
+        Err(error) => {
+            println!("camera frames through the node: not measured: {error}");
+            return;
+        }
+    };
+    let report = node.diagnostics(0, None);
+    let backend_name = report.value("backend").unwrap_or("?").to_string();
+    let stop = AtomicBool::new(false);
+    let mut group = c.benchmark_group("node");
+    group.sample_size(20);
+    group.bench_function(
+        format!("mono8 1920x1080 camera frames back to back -> Features + temporal Matches published, per frame ({backend_name} orb)"),
+        |b| {
+            b.iter_custom(|frames| {
+                let mut camera = Camera1080p::start(frames);
+                let start = Instant::now();
+                node.run(&mut camera, &EncodingOutputs, &stop)
+                    .expect("the camera ends");
+                start.elapsed()
+            })
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, latency, throughput);
 criterion_main!(benches);

@@ -19,6 +19,28 @@ pub trait Extractor: Send {
         self.extract(&GrayImage::from_raw(frame)?)
     }
 
+    /// Starts extracting `frame` and returns the features of the oldest frame submitted
+    /// and not yet returned, once it is done: this frame itself on a backend that works
+    /// a frame at a time (the default), the frame before it where this frame's copy and
+    /// upload overlap that frame's computation (CUDA ORB). Features come back in the
+    /// order the frames went in; [`finish_frame`](Self::finish_frame) returns the ones
+    /// still in flight. After an error no frame is in flight.
+    fn submit_frame(&mut self, frame: &RawFrame<'_>) -> Result<Option<Features>> {
+        self.extract_frame(frame).map(Some)
+    }
+
+    /// [`submit_frame`](Self::submit_frame) for a grey image, as [`extract`](Self::extract)
+    /// is [`extract_frame`](Self::extract_frame) for one.
+    fn submit(&mut self, image: &GrayImage) -> Result<Option<Features>> {
+        self.extract(image).map(Some)
+    }
+
+    /// The features of the oldest frame still in flight once it is done; `None` when
+    /// there is none.
+    fn finish_frame(&mut self) -> Result<Option<Features>> {
+        Ok(None)
+    }
+
     /// Matches each frame against the frame extracted before it where the features
     /// are computed (`None` stops), with `config`'s ratio test, cross-check and
     /// distance limit, exactly as a [`Matcher`] would. `Ok(false)`: this backend does

@@ -141,6 +141,8 @@ fn run(node: &mut Node, frames: &[GrayImage]) -> Recorder {
             &outputs,
         );
     }
+    // Back to back, each frame overlapped the one before it: the last is still in flight.
+    node.finish_in_flight(&outputs);
     outputs
 }
 

@@ -1,4 +1,4 @@
-//! The pipelined CUDA ORB path (`CudaOrbPipeline`) against one-frame `extract` on
+//! The pipelined CUDA ORB path (`Extractor::submit_frame`) against one-frame `extract` on
 //! streams of real frames (tests/data) that change size, in both memory modes and
 //! with fused matching. GPU tests, run by scripts/gpu-check.sh.
 #![cfg(feature = "cuda")]
@@ -6,7 +6,7 @@
 mod common;
 
 use orbsift::config::MemoryMode;
-use orbsift::cuda::{CudaOrbExtractor, CudaOrbPipeline, Knn2};
+use orbsift::cuda::{CudaOrbExtractor, Knn2};
 use orbsift::{Extractor, Features, GrayImage, OrbConfig};
 
 use common::frames::{load, resized, ORB_IMAGES};
@@ -32,23 +32,22 @@ fn one_at_a_time(gpu: &mut CudaOrbExtractor, frames: &[GrayImage]) -> Vec<(Featu
         .collect()
 }
 
-/// The same through the pipeline: each push returns the frame before it.
-fn pipelined(gpu: CudaOrbExtractor, frames: &[GrayImage]) -> Vec<(Features, Vec<Knn2>)> {
-    let mut pipeline = CudaOrbPipeline::new(gpu).expect("pipeline");
+/// The same through the pipeline: each submit returns the frame before it.
+fn pipelined(mut gpu: CudaOrbExtractor, frames: &[GrayImage]) -> Vec<(Features, Vec<Knn2>)> {
     let mut results = Vec::new();
     for frame in frames {
-        if let Some(features) = pipeline.push(frame).expect("push") {
-            results.push((features, pipeline.extractor().last_matches().to_vec()));
+        if let Some(features) = gpu.submit_frame(&frame.as_raw()).expect("submit") {
+            results.push((features, gpu.last_matches().to_vec()));
         }
     }
     assert_eq!(
         results.len() + 1,
         frames.len(),
-        "one result per earlier push"
+        "one result per earlier submit"
     );
-    let last = pipeline.finish().expect("finish").expect("last frame");
-    results.push((last, pipeline.extractor().last_matches().to_vec()));
-    assert!(pipeline.finish().expect("second finish").is_none());
+    let last = gpu.finish_frame().expect("finish").expect("last frame");
+    results.push((last, gpu.last_matches().to_vec()));
+    assert!(gpu.finish_frame().expect("second finish").is_none());
     results
 }
 

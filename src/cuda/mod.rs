@@ -30,5 +30,5 @@ pub use l2_matcher::{CudaL2Matcher, DeviceDescriptors};
 pub use matcher::{CudaHammingMatcher, CudaMatcher, NearestTwo};
 pub use memory::allocations;
 pub use modules::{build_all, cache_dir, BuiltModule};
-pub use orb::{CudaOrbExtractor, CudaOrbPipeline, FrameTiming, Knn2, LevelStages, OrbPlanBytes};
+pub use orb::{CudaOrbExtractor, FrameTiming, Knn2, LevelStages, OrbPlanBytes};
 pub use sift::{CudaSiftExtractor, DeviceLimits, PlanBytes as SiftPlanBytes};

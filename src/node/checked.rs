@@ -2,12 +2,15 @@
 //! kept beside its features for the debug image.
 
 use std::borrow::Cow;
+use std::time::Instant;
 
 use crate::error::Result;
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
-use crate::msgs::{self, Image};
+use crate::msgs::{self, Header, Image};
 use crate::types::Features;
+
+use super::source::Camera;
 
 pub enum CheckedPixels {
     Gray(GrayImage),
@@ -17,12 +20,12 @@ pub enum CheckedPixels {
 }
 
 impl CheckedPixels {
-    pub fn extract(&self, extractor: &mut dyn Extractor) -> Result<Features> {
+    /// Hands the frame to `extractor` ([`Extractor::submit_frame`]): the features of
+    /// the oldest frame in flight come back once done.
+    pub fn submit(&self, extractor: &mut dyn Extractor) -> Result<Option<Features>> {
         match self {
-            CheckedPixels::Gray(gray) => extractor.extract(gray),
-            CheckedPixels::Raw(image) => {
-                extractor.extract_frame(&msgs::raw_frame(image, u64::MAX)?)
-            }
+            CheckedPixels::Gray(gray) => extractor.submit(gray),
+            CheckedPixels::Raw(image) => extractor.submit_frame(&msgs::raw_frame(image, u64::MAX)?),
         }
     }
 
@@ -34,4 +37,13 @@ impl CheckedPixels {
             CheckedPixels::Raw(image) => Cow::Owned(msgs::gray_from_image(image, u64::MAX)?),
         })
     }
+}
+
+/// A checked frame handed to the extractor, waiting for its features.
+pub struct Submitted {
+    pub camera: Camera,
+    pub header: Header,
+    pub pixels: CheckedPixels,
+    /// When the node's process got it: the start of its latency.
+    pub received: Instant,
 }

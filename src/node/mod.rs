@@ -27,6 +27,7 @@ pub use source::{Arrivals, Camera, Frame, FrameSource, Next, Pixels};
 pub use throttle::Throttle;
 pub use topic::{InputQueue, TopicSource};
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,8 +37,8 @@ use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher};
 use crate::msgs::{self, DiagnosticArray, Header, Image};
-use crate::types::Match;
-use checked::CheckedPixels;
+use crate::types::{Features, Match};
+use checked::{CheckedPixels, Submitted};
 use stats::{Identity, Stats};
 use stereo::{Extracted, StereoPairer};
 
@@ -87,6 +88,9 @@ pub struct Node {
     /// frame's descriptors) rather than in `matcher`.
     extractor_matches: bool,
     previous: Option<Extracted>,
+    /// Frames handed to the extractor whose features have not come back yet, oldest
+    /// first (at most one: the frame whose kernels run while the next one uploads).
+    in_flight: VecDeque<Submitted>,
     stereo: StereoPairer,
     stats: Stats,
     rejections: Throttle,
@@ -118,6 +122,7 @@ impl Node {
             matcher,
             extractor_matches: false,
             previous: None,
+            in_flight: VecDeque::new(),
             stereo: StereoPairer::new(tolerance),
             stats: Stats::default(),
             rejections: Throttle::new(Duration::from_secs(2)),
@@ -169,9 +174,21 @@ impl Node {
         let mut logged_counts = None;
         let ended = loop {
             if stop.load(Ordering::Relaxed) {
+                self.finish_in_flight(outputs);
                 break Ok(());
             }
-            match source.next(next_report.min(Instant::now() + STOP_POLL)) {
+            // A frame in flight waits for no new one: only a frame already there is
+            // taken to overlap it, else it is finished at once.
+            let deadline = if self.in_flight.is_empty() {
+                next_report.min(Instant::now() + STOP_POLL)
+            } else {
+                Instant::now()
+            };
+            let next = source.next(deadline);
+            if !matches!(next, Ok(Next::Frame(_))) {
+                self.finish_in_flight(outputs);
+            }
+            match next {
                 Ok(Next::Frame(frame)) => self.handle(*frame, outputs),
                 Ok(Next::Unreadable { count, reason }) => self.unreadable(count, reason),
                 Ok(Next::Idle) => {}
@@ -221,10 +238,12 @@ impl Node {
 
     /// Takes the parameters changed since the last frame: new extraction or matching
     /// settings rebuild what they concern, on the backend already in use.
-    fn apply_parameter_changes(&mut self) {
+    fn apply_parameter_changes(&mut self, outputs: &dyn Outputs) {
         let Some(config) = self.parameters.changed_since(&mut self.applied) else {
             return;
         };
+        // New settings may rebuild the extractor: the frames it holds go out first.
+        self.finish_in_flight(outputs);
         let mut on_this_backend = config.clone();
         on_this_backend.library.backend = match self.extractor.backend_name() {
             "cuda" => Backend::Cuda,
@@ -261,8 +280,10 @@ impl Node {
     }
 
     /// Extracts, publishes and matches one frame; a bad frame is counted and skipped.
+    /// With an extractor that overlaps frames, the frame's features may come back with
+    /// the next frame's `handle` or with [`finish_in_flight`](Self::finish_in_flight).
     pub fn handle(&mut self, frame: Frame, outputs: &dyn Outputs) {
-        self.apply_parameter_changes();
+        self.apply_parameter_changes(outputs);
         let Frame {
             camera,
             header,
@@ -307,8 +328,9 @@ impl Node {
         self.stats.rejected(count, reason);
     }
 
-    /// Extracts, publishes and matches one frame of `camera` whose pixels were
-    /// checked, stamped by `header` and received at `received` (the start of its latency).
+    /// Hands one frame of `camera` whose pixels were checked, stamped by `header` and
+    /// received at `received` (the start of its latency), to the extractor, and
+    /// completes the frame whose features come back.
     fn handle_checked(
         &mut self,
         camera: Camera,
@@ -317,14 +339,50 @@ impl Node {
         received: Instant,
         outputs: &dyn Outputs,
     ) {
-        let features = match pixels.extract(self.extractor.as_mut()) {
-            Ok(features) => features,
-            Err(err) => {
-                self.failures
-                    .warn(&format!("extraction failed: {}", err.one_line()));
-                self.stats.failed();
-                return;
+        let submitted = pixels.submit(self.extractor.as_mut());
+        self.in_flight.push_back(Submitted {
+            camera,
+            header,
+            pixels,
+            received,
+        });
+        match submitted {
+            Ok(Some(features)) => self.complete(features, outputs),
+            Ok(None) => {}
+            Err(err) => self.lose_in_flight(&err.one_line()),
+        }
+    }
+
+    /// Publishes the frames still in the extractor, oldest first.
+    pub fn finish_in_flight(&mut self, outputs: &dyn Outputs) {
+        while !self.in_flight.is_empty() {
+            match self.extractor.finish_frame() {
+                Ok(Some(features)) => self.complete(features, outputs),
+                Ok(None) => self.lose_in_flight("the extractor holds no frame in flight"),
+                Err(err) => self.lose_in_flight(&err.one_line()),
             }
+        }
+    }
+
+    /// The frames in flight failed with `reason` (an extractor that fails loses them
+    /// all): each is counted.
+    fn lose_in_flight(&mut self, reason: &str) {
+        self.failures.warn(&format!("extraction failed: {reason}"));
+        for _ in self.in_flight.drain(..) {
+            self.stats.failed();
+        }
+    }
+
+    /// Publishes and matches the oldest frame in flight, whose features these are.
+    fn complete(&mut self, features: Features, outputs: &dyn Outputs) {
+        let Some(Submitted {
+            camera,
+            header,
+            pixels,
+            received,
+        }) = self.in_flight.pop_front()
+        else {
+            return;
         };
         let message =
             msgs::features_message(header.clone(), self.config.library.algorithm, &features);

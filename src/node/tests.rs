@@ -396,6 +396,128 @@ fn run_ends_with_the_error_of_a_failed_source_and_stops_when_asked() {
     assert_eq!(endless.script.len(), 1000, "nothing read after the stop");
 }
 
+/// Returns each frame's features with the next submission, as an extractor that
+/// overlaps frames does; fails (losing the frame it holds) on frames `fail_width` wide.
+#[derive(Default)]
+struct Overlapping {
+    held: Option<Features>,
+    fail_width: Option<usize>,
+}
+
+impl Extractor for Overlapping {
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        ColumnExtractor.extract(image)
+    }
+    fn submit(&mut self, image: &GrayImage) -> Result<Option<Features>> {
+        if Some(image.width()) == self.fail_width {
+            self.held = None;
+            return Err(crate::Error::Cuda(crate::error::CudaError::Unavailable(
+                "the device went away".into(),
+            )));
+        }
+        let features = self.extract(image)?;
+        Ok(self.held.replace(features))
+    }
+    fn submit_frame(&mut self, frame: &crate::image::RawFrame<'_>) -> Result<Option<Features>> {
+        self.submit(&GrayImage::from_raw(frame)?)
+    }
+    fn finish_frame(&mut self) -> Result<Option<Features>> {
+        Ok(self.held.take())
+    }
+    fn backend_name(&self) -> &'static str {
+        "test"
+    }
+    fn device_name(&self) -> String {
+        "overlapping test device".into()
+    }
+}
+
+fn overlapping_node(mode: MatchMode, extractor: Overlapping) -> Node {
+    let mut config = NodeConfig::default();
+    config.matching.mode = mode;
+    config.library.max_image_pixels = 64 * 64;
+    Node::with_backends(
+        "test_node",
+        config,
+        Box::new(extractor),
+        Box::new(DiagonalMatcher),
+    )
+}
+
+#[test]
+fn frames_in_flight_are_published_in_order_with_their_own_headers() {
+    let mut node = overlapping_node(MatchMode::Temporal, Overlapping::default());
+    let out = Recorder::default();
+    node.handle(frame(Camera::Mono, 1, 0, 16), &out);
+    assert!(out.features.borrow().is_empty(), "frame 1 is in flight");
+    node.handle(frame(Camera::Mono, 2, 0, 24), &out);
+    node.finish_in_flight(&out);
+    let features = out.features.borrow();
+    assert_eq!(
+        stamps(features.iter().map(|f| f.header.clone())),
+        [(1, 0), (2, 0)]
+    );
+    assert_eq!(
+        features[1].x.len(),
+        3,
+        "frame 2's own features (24 px wide)"
+    );
+    let matches = out.matches.borrow();
+    assert_eq!(stamps(matches.iter().map(|m| m.header.clone())), [(2, 0)]);
+    assert_eq!(
+        stamps(matches.iter().map(|m| m.train_header.clone())),
+        [(1, 0)]
+    );
+}
+
+#[test]
+fn run_overlaps_only_frames_that_are_already_there_and_publishes_the_rest_at_once() {
+    let mut node = overlapping_node(MatchMode::Temporal, Overlapping::default());
+    let out = Recorder::default();
+    let frames = |secs: std::ops::Range<i32>| {
+        secs.map(|sec| Ok(Next::Frame(Box::new(frame(Camera::Mono, sec, 0, 16)))))
+    };
+    let mut source = Scripted {
+        script: frames(1..4)
+            .chain([Ok(Next::Idle)])
+            .chain(frames(4..6))
+            .collect(),
+        dropped: 0,
+    };
+    node.run(&mut source, &out, &AtomicBool::new(false))
+        .expect("the source ended");
+    let features = out.features.borrow();
+    assert_eq!(
+        stamps(features.iter().map(|f| f.header.clone())),
+        [(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]
+    );
+    assert_eq!(out.matches.borrow().len(), 4);
+    let totals = out.diagnostics.borrow();
+    assert_eq!(totals.last().unwrap().value("frames_processed"), Some("5"));
+}
+
+#[test]
+fn a_failed_submission_counts_every_frame_in_flight_as_failed() {
+    let extractor = Overlapping {
+        fail_width: Some(24),
+        ..Overlapping::default()
+    };
+    let mut node = overlapping_node(MatchMode::None, extractor);
+    let out = Recorder::default();
+    for (sec, width) in [(1, 16), (2, 24), (3, 16)] {
+        node.handle(frame(Camera::Mono, sec, 0, width), &out);
+    }
+    node.finish_in_flight(&out);
+    assert_eq!(
+        stamps(out.features.borrow().iter().map(|f| f.header.clone())),
+        [(3, 0)],
+        "frames 1 and 2 were lost with the failed submission"
+    );
+    let report = node.diagnostics(0, None);
+    assert_eq!(report.value("frames_failed"), Some("2"));
+    assert_eq!(report.value("frames_processed"), Some("1"));
+}
+
 fn test_file(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Instant;
 
 use orbsift::config::MemoryMode;
-use orbsift::cuda::{CudaOrbExtractor, CudaOrbPipeline, CudaSiftExtractor, FrameTiming};
+use orbsift::cuda::{CudaOrbExtractor, CudaSiftExtractor, FrameTiming};
 use orbsift::{
     Error, Extractor, Features, GrayImage, ImageError, Matcher, OrbConfig, Result, SiftConfig,
 };
@@ -161,7 +161,7 @@ pub fn bench_orb(
 pub struct Throughput {
     /// One frame at a time (`extract`).
     pub serial_ms_per_frame: f64,
-    /// [`CudaOrbPipeline`]: frame N+1 copied and uploaded while N computes.
+    /// `submit_frame`: frame N+1 copied and uploaded while N computes.
     pub pipelined_ms_per_frame: f64,
 }
 
@@ -199,10 +199,10 @@ pub fn bench_orb_throughput(
     let serial_ms_per_frame = result_interval_ms(frames, warmup, iterations, |image| {
         gpu.extract(image).map(Some)
     })?;
-    let mut pipeline = CudaOrbPipeline::new(gpu)?;
-    let pipelined_ms_per_frame =
-        result_interval_ms(frames, warmup, iterations, |image| pipeline.push(image))?;
-    pipeline.finish()?;
+    let pipelined_ms_per_frame = result_interval_ms(frames, warmup, iterations, |image| {
+        gpu.submit_frame(&image.as_raw())
+    })?;
+    gpu.finish_frame()?;
     Ok(Throughput {
         serial_ms_per_frame,
         pipelined_ms_per_frame,

@@ -21,7 +21,7 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::DeviceBuffer;
-use crate::error::{ConfigError, CudaError, Error, FeaturesError, Result};
+use crate::error::{ConfigError, CudaError, Error, FeaturesError, ImageError, Result};
 use crate::extractor::Extractor;
 use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::PATTERN;
@@ -36,7 +36,7 @@ mod plan;
 mod shapes;
 
 pub use crate::cuda::abi::Knn2;
-pub use pipeline::CudaOrbPipeline;
+use pipeline::Overlap;
 pub use plan::OrbPlanBytes;
 use plan::{to_i32, FrameInput, Plan, DESCRIPTOR_BYTES};
 use shapes::Kernels;
@@ -133,6 +133,8 @@ pub struct CudaOrbExtractor {
     events: [CudaEvent; 3],
     /// Runs level 0's FAST beside the pyramid (`enqueue`).
     level0_branch: Branch,
+    /// Frames submitted with `submit_frame`: the copy stream and the frame in flight.
+    overlap: Option<Overlap>,
 }
 
 impl CudaOrbExtractor {
@@ -174,6 +176,7 @@ impl CudaOrbExtractor {
             last_matches: Vec::new(),
             consecutive_matches: None,
             last_timing: FrameTiming::default(),
+            overlap: None,
         })
     }
 
@@ -192,6 +195,8 @@ impl CudaOrbExtractor {
     /// Keeps `train` on the GPU: later frames match against it while describing.
     /// `None` stops fused matching.
     pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
+        // A frame in flight may still read the set being replaced.
+        self.gpu.stream.synchronize()?;
         self.plan_graph_reset();
         self.consecutive_matches = None;
         self.fused = match train {
@@ -218,6 +223,8 @@ impl CudaOrbExtractor {
     /// describing, the cross-check (if `config` asks) right after, and the ratio test
     /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
     pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
+        // A frame in flight may still read the descriptors being replaced.
+        self.gpu.stream.synchronize()?;
         self.plan_graph_reset();
         self.consecutive_matches = None;
         self.fused = match config {
@@ -360,6 +367,16 @@ impl CudaOrbExtractor {
 
     /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
     fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<()> {
+        if self
+            .overlap
+            .as_ref()
+            .is_some_and(Overlap::has_frame_in_flight)
+        {
+            // Its results would be overwritten by this frame's.
+            return Err(Error::Image(ImageError::Invalid(
+                "a submitted frame is still in flight: finish it before extracting another".into(),
+            )));
+        }
         self.gpu.ctx.bind_to_thread()?;
         self.prepare(layout.width, layout.height)?;
         let stream = self.gpu.stream.clone();
@@ -396,6 +413,19 @@ impl Extractor for CudaOrbExtractor {
         self.collect(layout.width, layout.height)
     }
 
+    /// Overlaps the frame's copy and upload with the kernels of the frame in flight.
+    fn submit_frame(&mut self, frame: &RawFrame<'_>) -> Result<Option<Features>> {
+        self.submit_overlapping(frame)
+    }
+
+    fn submit(&mut self, image: &GrayImage) -> Result<Option<Features>> {
+        self.submit_overlapping(&image.as_raw())
+    }
+
+    fn finish_frame(&mut self) -> Result<Option<Features>> {
+        self.finish_in_flight()
+    }
+
     fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
         self.match_consecutive(config)?;
         Ok(config.is_some())
@@ -411,5 +441,20 @@ impl Extractor for CudaOrbExtractor {
 
     fn device_name(&self) -> String {
         self.gpu.label()
+    }
+}
+
+impl Drop for CudaOrbExtractor {
+    /// The buffers are freed next: no copy or kernel of a frame in flight may still
+    /// use them.
+    fn drop(&mut self) {
+        if let Some(overlap) = &self.overlap {
+            if let Err(error) = overlap.synchronize() {
+                log::warn!("synchronising ORB's copy stream before freeing failed: {error}");
+            }
+            if let Err(error) = self.gpu.stream.synchronize() {
+                log::warn!("synchronising ORB's stream before freeing failed: {error}");
+            }
+        }
     }
 }

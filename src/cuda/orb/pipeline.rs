@@ -1,7 +1,7 @@
-//! Pipelined ORB for streamed frames: frame N+1 is copied into pinned memory and
-//! uploaded on a second stream while frame N's kernels run.
+//! Frames in flight: frame N+1 is copied into pinned memory and uploaded on a
+//! second stream while frame N's kernels run ([`Extractor::submit_frame`]).
 //!
-//! `push(N+1)`, in this order:
+//! `submit_overlapping(N+1)`, in this order:
 //! 1. N+1 goes into the input slot N does not use (each slot has its own frame
 //!    buffer and its own captured graph, so alternating costs no copy and no graph
 //!    update); on a discrete GPU its upload is queued on the copy stream, followed by
@@ -13,15 +13,18 @@
 //!
 //! With unified memory the slot is mapped host memory that the graph reads in place:
 //! nothing is uploaded, and the host's copy of N+1 still overlaps N's kernels.
+//!
+//! [`Extractor::submit_frame`]: crate::extractor::Extractor::submit_frame
 
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaEvent, CudaStream};
 
 use super::{copy_frame, CudaOrbExtractor};
+use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::FrameLayout;
 use crate::error::{Error, ImageError, Result};
-use crate::image::GrayImage;
+use crate::image::RawFrame;
 use crate::types::Features;
 
 /// Frame buffers a pipeline alternates between.
@@ -62,101 +65,104 @@ fn next_step(in_flight: Option<InFlight>, width: usize, height: usize) -> Step {
     }
 }
 
-/// [`CudaOrbExtractor`] fed a stream of frames: each [`push`](Self::push) returns the
-/// previous frame's features, so the next frame's copy and upload hide behind the
-/// current frame's kernels. Results are identical to `extract` frame by frame; a
-/// train set given to the extractor beforehand is matched as there
-/// (`extractor().last_matches()` belongs to the frame `push` just returned).
-pub struct CudaOrbPipeline {
-    extractor: CudaOrbExtractor,
+/// The copy stream and the frame in flight of a [`CudaOrbExtractor`] fed frames by
+/// `submit_overlapping`; made on the first submitted frame.
+pub(super) struct Overlap {
     copy_stream: Arc<CudaStream>,
     /// Recorded on the copy stream after each upload; the compute stream waits for it.
     uploaded: CudaEvent,
     in_flight: Option<InFlight>,
 }
 
-impl CudaOrbPipeline {
-    pub fn new(extractor: CudaOrbExtractor) -> Result<Self> {
-        let gpu = &extractor.gpu;
-        let copy_stream = gpu.ctx.new_stream()?;
-        let uploaded = gpu
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+impl Overlap {
+    fn new(gpu: &Gpu) -> Result<Self> {
         Ok(Self {
-            extractor,
-            copy_stream,
-            uploaded,
+            copy_stream: gpu.ctx.new_stream()?,
+            uploaded: gpu
+                .ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
             in_flight: None,
         })
     }
 
-    /// Queues `image` and returns the features of the frame pushed before it (`None`
-    /// for the first frame after `new` or [`finish`](Self::finish)).
-    pub fn push(&mut self, image: &GrayImage) -> Result<Option<Features>> {
-        let layout = FrameLayout::of(&image.as_raw())?;
-        let (width, height) = (image.width(), image.height());
-        let step = next_step(self.in_flight, width, height);
-        let mut previous = None;
-        if step.collect_first {
-            previous = self.collect_in_flight()?;
-        }
-        self.stage(image, layout, step.slot)?;
-        if !step.collect_first {
-            previous = self.collect_in_flight()?;
-        }
-        self.extractor.gpu.stream.wait(&self.uploaded)?;
-        self.extractor.queue_frame(step.slot)?;
-        self.in_flight = Some(InFlight {
-            width,
-            height,
-            slot: step.slot,
-        });
-        Ok(previous)
+    /// Waits for the uploads this owns, so that no copy still reads a buffer about to
+    /// be freed.
+    pub(super) fn synchronize(&self) -> Result<()> {
+        Ok(self.copy_stream.synchronize()?)
     }
 
-    /// The features of the last frame pushed, once its kernels are done.
-    pub fn finish(&mut self) -> Result<Option<Features>> {
-        self.collect_in_flight()
-    }
-
-    /// The extractor the pipeline drives (its fused matches, memory mode, device).
-    pub fn extractor(&self) -> &CudaOrbExtractor {
-        &self.extractor
-    }
-
-    /// Copies `image` into input `slot` (allocated on first use) and queues its
-    /// upload on the copy stream, then records `uploaded` there.
-    fn stage(&mut self, image: &GrayImage, layout: FrameLayout, slot: usize) -> Result<()> {
-        let extractor = &mut self.extractor;
-        extractor.gpu.ctx.bind_to_thread()?;
-        extractor.prepare(layout.width, layout.height)?;
-        let plan = extractor.plan.as_mut().ok_or_else(|| {
-            Error::Image(ImageError::Invalid("no plan for the frame's size".into()))
-        })?;
-        let input = plan.input(&extractor.gpu, slot, layout, extractor.unified)?;
-        copy_frame(input, &image.as_raw());
-        input.frame.upload_async(&self.copy_stream)?;
-        self.uploaded.record(&self.copy_stream)?;
-        Ok(())
-    }
-
-    fn collect_in_flight(&mut self) -> Result<Option<Features>> {
-        let Some(frame) = self.in_flight.take() else {
-            return Ok(None);
-        };
-        self.extractor.gpu.stream.synchronize()?;
-        self.extractor.collect(frame.width, frame.height).map(Some)
+    pub(super) fn has_frame_in_flight(&self) -> bool {
+        self.in_flight.is_some()
     }
 }
 
-impl Drop for CudaOrbPipeline {
-    /// The extractor frees its buffers next: no copy or kernel may still use them.
-    fn drop(&mut self) {
-        for stream in [&self.copy_stream, &self.extractor.gpu.stream] {
-            if let Err(error) = stream.synchronize() {
-                log::warn!("synchronising the ORB pipeline before dropping it failed: {error}");
+impl CudaOrbExtractor {
+    /// Queues `frame` and returns the features of the frame submitted before it (`None`
+    /// when none is in flight). On error every frame in flight is lost.
+    pub(super) fn submit_overlapping(&mut self, frame: &RawFrame<'_>) -> Result<Option<Features>> {
+        let submitted = self.submit_overlapped(frame);
+        if submitted.is_err() {
+            if let Some(overlap) = &mut self.overlap {
+                overlap.in_flight = None;
             }
         }
+        submitted
+    }
+
+    fn submit_overlapped(&mut self, frame: &RawFrame<'_>) -> Result<Option<Features>> {
+        let layout = FrameLayout::of(frame)?;
+        if self.overlap.is_none() {
+            self.overlap = Some(Overlap::new(&self.gpu)?);
+        }
+        let in_flight = self.overlap.as_ref().and_then(|o| o.in_flight);
+        let step = next_step(in_flight, layout.width, layout.height);
+        let mut previous = None;
+        if step.collect_first {
+            previous = self.finish_in_flight()?;
+        }
+        self.stage(frame, layout, step.slot)?;
+        if !step.collect_first {
+            previous = self.finish_in_flight()?;
+        }
+        if let Some(overlap) = &self.overlap {
+            self.gpu.stream.wait(&overlap.uploaded)?;
+        }
+        self.queue_frame(step.slot)?;
+        if let Some(overlap) = &mut self.overlap {
+            overlap.in_flight = Some(InFlight {
+                width: layout.width,
+                height: layout.height,
+                slot: step.slot,
+            });
+        }
+        Ok(previous)
+    }
+
+    /// The features of the frame in flight, once its kernels are done (`None` when
+    /// there is none).
+    pub(super) fn finish_in_flight(&mut self) -> Result<Option<Features>> {
+        let Some(frame) = self.overlap.as_mut().and_then(|o| o.in_flight.take()) else {
+            return Ok(None);
+        };
+        self.gpu.stream.synchronize()?;
+        self.collect(frame.width, frame.height).map(Some)
+    }
+
+    /// Copies `frame` into input `slot` (allocated on first use) and queues its
+    /// upload on the copy stream, then records `uploaded` there.
+    fn stage(&mut self, frame: &RawFrame<'_>, layout: FrameLayout, slot: usize) -> Result<()> {
+        self.gpu.ctx.bind_to_thread()?;
+        self.prepare(layout.width, layout.height)?;
+        let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
+            return Err(Error::Image(ImageError::Invalid(
+                "no plan for the frame's size".into(),
+            )));
+        };
+        let input = plan.input(&self.gpu, slot, layout, self.unified)?;
+        copy_frame(input, frame);
+        input.frame.upload_async(&overlap.copy_stream)?;
+        overlap.uploaded.record(&overlap.copy_stream)?;
+        Ok(())
     }
 }
 

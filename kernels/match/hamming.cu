@@ -1,28 +1,29 @@
 // Brute-force Hamming matching of 256-bit descriptors, k = 2, and the mutual
-// cross-check. One thread per query; train descriptors staged in shared memory tiles.
+// cross-check. A block searches for 32 queries, one per lane; its MATCH_WARPS warps
+// each sweep a slice of the train set, so a frame's 2000 queries keep every SM busy.
+// MATCH_WARPS is a -D define (src/cuda/abi.rs).
 #include "common/hamming.cuh"
 
-#define TILE 128
-
-// One thread per query: its best and second-best train descriptor (ties: lower index).
+// The best and second-best train descriptor of each of the block's 32 queries (ties:
+// lower index): warp w sweeps train chunks w, w + MATCH_WARPS, ..., then warp 0 merges
+// the slices.
 __device__ void hamming_knn2(
     const unsigned int* __restrict__ query, int n_query,
     const unsigned int* __restrict__ train, int n_train,
     int3* __restrict__ out) {                 // (best index, best, second best)
-    __shared__ unsigned int tile[TILE * DESC_WORDS];
-    const int q = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ Best2 slices[MATCH_WARPS][32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int q = blockIdx.x * 32 + lane;
     unsigned int mine[DESC_WORDS];
 #pragma unroll
     for (int w = 0; w < DESC_WORDS; ++w) mine[w] = q < n_query ? query[q * DESC_WORDS + w] : 0u;
-    Best2 best = best2_empty();
-    for (int base = 0; base < n_train; base += TILE) {
-        int count = min(TILE, n_train - base);
-        __syncthreads();
-        for (int i = threadIdx.x; i < count * DESC_WORDS; i += blockDim.x) tile[i] = train[base * DESC_WORDS + i];
-        __syncthreads();
-        for (int j = 0; j < count; ++j) best2_offer(best, base + j, hamming256(mine, tile + j * DESC_WORDS));
+    slices[wid][lane] = warp_best2(mine, train, n_train, wid * 32, MATCH_WARPS * 32);
+    __syncthreads();
+    if (wid == 0 && q < n_query) {
+        Best2 best = slices[0][lane];
+        for (int s = 1; s < MATCH_WARPS; ++s) best2_merge(best, slices[s][lane]);
+        out[q] = make_int3(best.best_index, best.best, best.second);
     }
-    if (q < n_query) out[q] = make_int3(best.best_index, best.best, best.second);
 }
 
 // Keeps a query's best match only if that train descriptor's best is the query back.

@@ -52,6 +52,9 @@ pub const ORB_SCORE_BINS: usize = 256;
 pub const SELECT_THREADS: u32 = 1024;
 /// Warps of an `orb_record_ranks` / `orb_record_place` block.
 pub const RANK_WARPS: u32 = 16;
+/// Warps of a `match_hamming_knn2` block: it searches for 32 queries, one per lane, each
+/// warp sweeping a slice of the train set.
+pub const MATCH_WARPS: u32 = 8;
 /// Warps of an `orb_describe` block: it describes up to 32 keypoints, one per lane.
 pub const DESCRIBE_WARPS: u32 = 16;
 /// Radius of a keypoint's private patch in `orb_describe`: the rotated pattern's reach
@@ -134,7 +137,7 @@ pub const L2_THREADS: u32 = 256;
 pub const L2_DEFINES: &[Define] = &[define!(L2_TILE), define!(L2_THREADS)];
 
 /// The defines of the Hamming matcher's module.
-pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS)];
+pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS), define!(MATCH_WARPS)];
 
 /// One pyramid level of the ORB kernels (`OrbLevel`, kernels/common/levels.cuh).
 #[repr(C)]

@@ -8,7 +8,7 @@ use std::mem::size_of;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::MatchConfig;
-use crate::cuda::abi::Knn2;
+use crate::cuda::abi::{Knn2, MATCH_WARPS, WARP};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
@@ -17,7 +17,18 @@ use crate::extractor::Matcher;
 use crate::spec::matching::accept_match;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
+/// Threads of a `match_cross_check` block: one query each.
 const BLOCK: u32 = 128;
+
+/// The launch of `match_hamming_knn2` (or its counted twin) for `queries` queries: 32
+/// a block, one per lane, each of its warps sweeping a slice of the train set.
+pub(crate) fn knn2_launch(queries: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (queries.div_ceil(WARP).max(1), 1, 1),
+        block_dim: (MATCH_WARPS * WARP, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
 
 pub struct CudaHammingMatcher {
     gpu: Gpu,
@@ -150,11 +161,12 @@ impl CudaHammingMatcher {
             .at_least(n_train.max(1) as usize * size_of::<Knn2>(), |bytes| {
                 DeviceBuffer::new(ctx, bytes)
             })?;
-        let cfg = |n: i32| LaunchConfig {
+        let one_a_thread = |n: i32| LaunchConfig {
             grid_dim: ((n.max(1) as u32).div_ceil(BLOCK), 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
+        let knn2 = |n: i32| knn2_launch(n.max(1) as u32);
         // SAFETY: arguments match kernels/match/hamming.cu in order and type; the
         // buffers hold n_query / n_train descriptors of 32 bytes and one Knn2 per query
         // (forward) or train descriptor (backward).
@@ -166,7 +178,7 @@ impl CudaHammingMatcher {
                 .arg(&train_buffer.ptr)
                 .arg(&n_train)
                 .arg(&forward.ptr)
-                .launch(cfg(n_query))?;
+                .launch(knn2(n_query))?;
             if mutual && n_train > 0 {
                 self.knn2
                     .args(stream)
@@ -175,13 +187,13 @@ impl CudaHammingMatcher {
                     .arg(&query_buffer.ptr)
                     .arg(&n_query)
                     .arg(&backward.ptr)
-                    .launch(cfg(n_train))?;
+                    .launch(knn2(n_train))?;
                 self.cross_check
                     .args(stream)
                     .arg(&forward.ptr)
                     .arg(&n_query)
                     .arg(&backward.ptr)
-                    .launch(cfg(n_query))?;
+                    .launch(one_a_thread(n_query))?;
             }
         }
         download_knn2(forward, n_query as usize, stream)

@@ -609,7 +609,7 @@ impl CudaOrbExtractor {
             if cross_check {
                 k.knn2_counted(
                     stream,
-                    plan.shapes.matching,
+                    plan.shapes.knn2,
                     &Knn2CountedArgs {
                         query: previous.buffer.ptr,
                         n_query: previous.count.ptr,
@@ -620,7 +620,7 @@ impl CudaOrbExtractor {
                 )?;
                 k.cross_check_counted(
                     stream,
-                    plan.shapes.matching,
+                    plan.shapes.cross_check,
                     &CrossCheckCountedArgs {
                         forward: plan.outputs.matches.ptr,
                         n_query: count,

@@ -41,11 +41,13 @@ pub use plan::OrbPlanBytes;
 use plan::{to_i32, FrameInput, Plan, DESCRIPTOR_BYTES};
 use shapes::Kernels;
 
-/// Bytes one thread copies into pinned memory: large frames are copied by several
-/// threads, a single core does not reach the memory bandwidth.
-const COPY_CHUNK: usize = 512 * 1024;
+/// The least a thread copies into pinned memory: below it, waking a thread costs
+/// more than it saves.
+const MIN_COPY_CHUNK: usize = 64 * 1024;
 
-/// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer.
+/// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer,
+/// split evenly over the threads: it is on every frame's critical path, and a single
+/// core does not reach the memory bandwidth.
 fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
     use rayon::prelude::*;
     let bytes = input.layout.upload_bytes();
@@ -53,8 +55,12 @@ fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
         &mut input.frame.host.as_mut_slice()[..bytes],
         &frame.data[..bytes],
     );
-    to.par_chunks_mut(COPY_CHUNK)
-        .zip(from.par_chunks(COPY_CHUNK))
+    let pieces = rayon::current_num_threads()
+        .min(bytes / MIN_COPY_CHUNK)
+        .max(1);
+    let chunk = bytes.div_ceil(pieces);
+    to.par_chunks_mut(chunk)
+        .zip(from.par_chunks(chunk))
         .for_each(|(to, from)| to.copy_from_slice(from));
 }
 

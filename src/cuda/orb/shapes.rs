@@ -10,6 +10,7 @@ use crate::cuda::abi::{
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::GrayKernel;
 use crate::cuda::kernel::Kernel;
+use crate::cuda::matcher::knn2_launch;
 use crate::error::Result;
 use crate::spec::brief_pattern::PATTERN_REACH;
 use crate::spec::pyramid::LevelGeometry;
@@ -27,8 +28,8 @@ pub const DESCRIBE_SHARED_BYTES: u32 = (PATCH_SIDE * PATCH_ROW_WORDS) as u32 * W
 pub const RANK_THREADS: u32 = RANK_WARPS * WARP;
 /// Threads of an `orb_record_keys` block.
 pub const RECORD_KEY_THREADS: u32 = 256;
-/// Threads of a `match_hamming_knn2_counted` / `match_cross_check_counted` block: one
-/// query each; small blocks spread a frame's 2000 queries over many SMs.
+/// Threads of a `match_cross_check_counted` block: one query each; small blocks
+/// spread a frame's 2000 queries over many SMs.
 pub const MATCH_THREADS: u32 = 32;
 
 /// Gaussian tap `i` of the descriptors' smoothing as a byte (a tap of 256 or more
@@ -136,7 +137,10 @@ pub struct Shapes {
     pub describe: LaunchConfig,
     /// Keypoints per `orb_describe` block.
     pub describe_per_block: i32,
-    pub matching: LaunchConfig,
+    /// `match_hamming_knn2_counted`: 32 queries a block.
+    pub knn2: LaunchConfig,
+    /// `match_cross_check_counted`: one query a thread.
+    pub cross_check: LaunchConfig,
 }
 
 /// What the shapes depend on in a plan.
@@ -218,7 +222,8 @@ impl Shapes {
                 shared_mem_bytes: DESCRIBE_SHARED_BYTES,
             },
             describe_per_block: per_block as i32,
-            matching: line(capacity.div_ceil(MATCH_THREADS).max(1), MATCH_THREADS),
+            knn2: knn2_launch(capacity),
+            cross_check: line(capacity.div_ceil(MATCH_THREADS).max(1), MATCH_THREADS),
         })
     }
 }

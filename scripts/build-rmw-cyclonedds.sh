@@ -27,7 +27,7 @@
 #                          with-rmw-cyclonedds   runs a command on rmw_cyclonedds_cpp (below)
 # Idempotent: a prefix that is already built for these commits and this ROS prefix is left
 # alone (stamp: .ros/rmw_cyclonedds/.stamp); delete the folder to rebuild.
-# Time: about 2 minutes on 2 busy cores (75 s of CPU, most of it Cyclone DDS); build jobs:
+# Time: 2-3 minutes on 2 busy cores (75-90 s of CPU, most of it Cyclone DDS); build jobs:
 # JOBS (default: the number of CPUs). Needs gcc/g++ and make; cmake is the wheels'.
 #
 # How the middleware is chosen: the wheels ship no librmw_implementation.so (the library

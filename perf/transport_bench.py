@@ -12,12 +12,23 @@ Publishers:
   fastdds         rclpy with Fast DDS, default profile (needs a ROS prefix: --ros-setup)
   fastdds-udp     the same with shared memory off (FASTDDS_BUILTIN_TRANSPORTS=UDPv4)
   fastdds-large   the same with config/fastdds-large-data.xml (not in the default set)
+  rclpy-cyclonedds        rclpy on rmw_cyclonedds_cpp, default config (not in the default
+                          set; needs scripts/build-rmw-cyclonedds.sh: --rmw-cyclonedds)
+  rclpy-cyclonedds-large  the same with config/cyclonedds-large-data.xml (CYCLONEDDS_URI)
 
 Run (a few minutes per receive-buffer ceiling; the node binary is built first):
   cargo build --release --bin orbsift_node
   .venv/bin/python perf/transport_bench.py --rmem-max 4194304 33554432
 `--rmem-max` runs every case under each `net.core.rmem_max` (as root; the machine's own
 value is put back at the end); without it the cases run under the machine's ceiling.
+The r2r node on rmw_cyclonedds_cpp (scripts/build-rmw-cyclonedds.sh; the node is not
+rebuilt, the middleware is preloaded):
+  R=$PWD/.ros/rmw_cyclonedds
+  .venv/bin/python perf/transport_bench.py --node .ros/ws/build/orbsift/release/orbsift_node \\
+      --node-env LD_PRELOAD=$R/lib/librmw_cyclonedds_cpp.so \\
+      --node-env RMW_IMPLEMENTATION=rmw_cyclonedds_cpp \\
+      --node-env CYCLONEDDS_URI=file://$PWD/config/cyclonedds-large-data.xml \\
+      --publishers cyclone fastdds fastdds-udp rclpy-cyclonedds rclpy-cyclonedds-large
 """
 
 import argparse
@@ -35,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SIZES = {"1080p": (1920, 1080, 30.0), "4k": (3840, 2160, 10.0)}
 PUBLISHERS = ["cyclone", "fastdds", "fastdds-udp"]
-PUBLISHERS_OPTIONAL = ["fastdds-large"]
+PUBLISHERS_OPTIONAL = ["fastdds-large", "rclpy-cyclonedds", "rclpy-cyclonedds-large"]
 QOS = ["best_effort", "reliable"]
 # After the last frame: the node answers it and publishes diagnostics (every second).
 DRAIN_SECONDS = 3.0
@@ -226,6 +237,10 @@ def run_case(args, case, domain, frame_files):
     observer = Observer(domain)
     if case.publisher == "cyclone":
         command = [sys.executable, __file__]
+    elif case.publisher.startswith("rclpy-cyclonedds"):
+        # rclpy on rmw_cyclonedds_cpp: the runner preloads it (the wheels link Fast DDS).
+        command = ["bash", "-c", f'source "{args.ros_setup}" && '
+                   f'exec "{args.rmw_cyclonedds}" python3 "$0" "$@"', __file__]
     else:
         command = ["bash", "-c", f'source "{args.ros_setup}" && exec python3 "$0" "$@"',
                    __file__]
@@ -235,6 +250,9 @@ def run_case(args, case, domain, frame_files):
     if case.publisher == "fastdds-large":
         publisher_env["FASTRTPS_DEFAULT_PROFILES_FILE"] = os.path.join(
             ROOT, "config", "fastdds-large-data.xml")
+    if case.publisher == "rclpy-cyclonedds-large":
+        publisher_env["CYCLONEDDS_URI"] = "file://" + os.path.join(
+            ROOT, "config", "cyclonedds-large-data.xml")
     command += ["publish", "--stack", "cyclone" if case.publisher == "cyclone" else "rclpy",
                 "--qos", case.qos, "--frame", frame_files[case.size], "--width", str(width),
                 "--height", str(height), "--rate", str(rate), "--frames", str(frames),
@@ -316,6 +334,11 @@ def main():
                                                        "orbsift_node"))
     parser.add_argument("--ros-setup", default=os.path.join(ROOT, ".ros", "setup.bash"),
                         help="bash file that puts rclpy on the path (fastdds publishers)")
+    parser.add_argument("--rmw-cyclonedds",
+                        default=os.path.join(ROOT, ".ros", "rmw_cyclonedds",
+                                             "with-rmw-cyclonedds"),
+                        help="the runner of scripts/build-rmw-cyclonedds.sh "
+                             "(rclpy-cyclonedds publishers)")
     parser.add_argument("--publishers", nargs="+", choices=PUBLISHERS + PUBLISHERS_OPTIONAL,
                         default=PUBLISHERS)
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))

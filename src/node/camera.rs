@@ -88,6 +88,11 @@ impl CameraSource {
 
 impl FrameSource for CameraSource {
     fn next(&mut self, deadline: Instant) -> Result<Next> {
+        // A live camera's read blocks until its next frame: a caller that cannot wait
+        // (a frame in flight to publish) gets no frame rather than a frame period late.
+        if self.capture.device().is_live() && deadline <= Instant::now() {
+            return Ok(Next::Idle);
+        }
         loop {
             if !self.wait_until_due(deadline) {
                 return Ok(Next::Idle);

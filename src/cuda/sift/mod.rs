@@ -17,6 +17,7 @@ pub use plan::{DeviceLimits, PlanBytes};
 use cudarc::driver::CudaEvent;
 
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
+use crate::cuda::abi::SUMMARY_WORDS;
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
@@ -29,7 +30,7 @@ use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
 
 use consecutive::Consecutive;
 
-use plan::{Plan, Taps, DESCRIPTOR_BYTES, SUMMARY_WORDS};
+use plan::{Plan, Taps, DESCRIPTOR_BYTES};
 use shapes::Kernels;
 
 /// SIFT on one GPU (docs/sift-reference.md; parity with the CPU reference within

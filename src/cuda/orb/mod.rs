@@ -21,8 +21,8 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::DeviceBuffer;
-use crate::error::{ConfigError, CudaError, Error, FeaturesError, Result};
-use crate::extractor::Extractor;
+use crate::error::{ConfigError, CudaError, Error, Result};
+use crate::extractor::{check_same_kind, Extractor};
 use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::PATTERN;
 use crate::spec::fast_arc::arc_table;
@@ -196,13 +196,8 @@ impl CudaOrbExtractor {
         self.consecutive_matches = None;
         self.fused = match train {
             None => Fused::None,
-            Some(d) if d.kind != DescriptorKind::Orb256 => {
-                return Err(Error::Features(FeaturesError::DescriptorMismatch {
-                    query: DescriptorKind::Orb256.name().into(),
-                    train: d.kind.name().into(),
-                }))
-            }
             Some(d) => {
+                check_same_kind(DescriptorKind::Orb256, d.kind)?;
                 let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
                 Fused::Fixed(Train {
                     buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,

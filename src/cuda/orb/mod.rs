@@ -192,9 +192,7 @@ impl CudaOrbExtractor {
     /// Keeps `train` on the GPU: later frames match against it while describing.
     /// `None` stops fused matching.
     pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
-        self.plan_graph_reset();
-        self.consecutive_matches = None;
-        self.fused = match train {
+        let fused = match train {
             None => Fused::None,
             Some(d) => {
                 check_same_kind(DescriptorKind::Orb256, d.kind)?;
@@ -205,6 +203,7 @@ impl CudaOrbExtractor {
                 })
             }
         };
+        self.set_fused(fused);
         Ok(())
     }
 
@@ -213,9 +212,7 @@ impl CudaOrbExtractor {
     /// describing, the cross-check (if `config` asks) right after, and the ratio test
     /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
     pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
-        self.plan_graph_reset();
-        self.consecutive_matches = None;
-        self.fused = match config {
+        let fused = match config {
             None => Fused::None,
             Some(config) => {
                 let capacity = self.config.n_features as usize;
@@ -229,7 +226,16 @@ impl CudaOrbExtractor {
                 }
             }
         };
+        self.set_fused(fused);
         Ok(())
+    }
+
+    /// What later frames match against while they are described: the captured graphs
+    /// read the old train set, and the last consecutive matches belong to the old mode.
+    fn set_fused(&mut self, fused: Fused) {
+        self.plan_graph_reset();
+        self.consecutive_matches = None;
+        self.fused = fused;
     }
 
     /// The last frame's intermediate images per level, downloaded (synchronously) for

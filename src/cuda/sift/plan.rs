@@ -251,39 +251,27 @@ impl Plan {
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
             counters: buffer(size_of::<SiftCounters>())?,
-            candidates: [words(cand)?, words(cand)?, words(cand)?],
-            extrema: [
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-            ],
-            keypoints: [
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-            ],
+            candidates: several(|| words(cand))?,
+            extrema: several(|| words(kp))?,
+            keypoints: several(|| words(kp))?,
             ranks: words(3 * kp)?,
             duplicates: words(kp)?,
             summary: staged(SUMMARY_WORDS * 4)?,
-            outputs: [
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-            ],
+            outputs: several(|| staged(out * 4))?,
             out_octave_layer: words(out)?,
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
         })
     }
+}
+
+/// `N` buffers of one size, each made by `make` (the arrays of per-item fields).
+fn several<T, const N: usize>(make: impl FnMut() -> Result<T>) -> Result<[T; N]> {
+    let made: Vec<T> = std::iter::repeat_with(make)
+        .take(N)
+        .collect::<Result<_>>()?;
+    Ok(made
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("repeat_with made {N}")))
 }
 
 /// Candidate, keypoint and output capacities of a `width` x `height` frame's plan.

@@ -4,7 +4,7 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
 
 use crate::cuda::abi::{Knn2, L2_THREADS, L2_TILE};
@@ -101,10 +101,9 @@ impl CudaL2Matcher {
         let gpu = Gpu::on(device)?;
         let knn2 = Kernel::load(&gpu, "match_l2", "match_l2_knn2")?;
         let resident_blocks = knn2.persistent_blocks(&gpu, L2_THREADS)?;
-        let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
             merge: Kernel::load(&gpu, "match_l2", "match_l2_merge")?,
-            events: [event()?, event()?],
+            events: [gpu.timing_event()?, gpu.timing_event()?],
             knn2,
             resident_blocks,
             scratch: None,

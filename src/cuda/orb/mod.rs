@@ -13,14 +13,13 @@
 //! launch sequence, `collect.rs` the downloads and the features read from them, and
 //! `pipeline.rs` the overlap of frame N+1's upload with frame N.
 
-use cudarc::driver::CudaEvent;
-
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::DeviceBuffer;
+use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::error::{ConfigError, CudaError, Error, Result};
 use crate::extractor::{check_same_kind, Extractor};
 use crate::image::{GrayImage, RawFrame};
@@ -108,13 +107,6 @@ pub struct LevelStages {
     pub smoothed: Vec<u8>,
 }
 
-/// What a frame measured: upload and extraction on the GPU, from events.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FrameTiming {
-    pub upload_ms: f32,
-    pub extract_ms: f32,
-}
-
 /// ORB on one GPU, exactly as docs/orb-reference.md specifies (grid distribution).
 pub struct CudaOrbExtractor {
     config: OrbConfig,
@@ -128,9 +120,7 @@ pub struct CudaOrbExtractor {
     last_matches: Vec<Knn2>,
     /// The last frame's accepted matches with the frame before it (consecutive mode).
     consecutive_matches: Option<Vec<Match>>,
-    last_timing: FrameTiming,
-    /// Upload start, upload end = extraction start, extraction end.
-    events: [CudaEvent; 3],
+    clock: FrameClock,
     /// Runs level 0's FAST beside the pyramid (`enqueue`).
     level0_branch: Branch,
 }
@@ -158,10 +148,10 @@ impl CudaOrbExtractor {
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
         gpu.log_pipeline("CUDA ORB", unified);
-        let events = gpu.frame_events()?;
+        let clock = FrameClock::new(&gpu)?;
         let level0_branch = Branch::new(&gpu)?;
         Ok(Self {
-            events,
+            clock,
             level0_branch,
             config,
             gpu,
@@ -173,7 +163,6 @@ impl CudaOrbExtractor {
             plan: None,
             last_matches: Vec::new(),
             consecutive_matches: None,
-            last_timing: FrameTiming::default(),
         })
     }
 
@@ -278,7 +267,7 @@ impl CudaOrbExtractor {
     }
 
     pub fn last_timing(&self) -> FrameTiming {
-        self.last_timing
+        self.clock.last()
     }
 
     fn plan_graph_reset(&mut self) {
@@ -345,13 +334,13 @@ impl CudaOrbExtractor {
         }
     }
 
-    /// Queues the kernels on the frame of input `slot` (between events 1 and 2) and
+    /// Queues the kernels on the frame of input `slot` (timed by the clock) and
     /// the downloads of the results; the caller synchronises the stream.
     fn queue_frame(&mut self, slot: usize) -> Result<()> {
         let stream = self.gpu.stream.clone();
-        self.events[1].record(&stream)?;
+        self.clock.kernels_start(&stream)?;
         self.run_frame_kernels(slot)?;
-        self.events[2].record(&stream)?;
+        self.clock.kernels_end(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok(());
         };
@@ -370,17 +359,12 @@ impl CudaOrbExtractor {
             };
             let input = plan.input(&self.gpu, 0, layout, self.unified)?;
             copy_frame(input, frame);
-            self.events[0].record(&stream)?;
+            self.clock.upload_starts(&stream)?;
             input.frame.upload_async(&stream)?;
         }
         self.queue_frame(0)?;
         stream.synchronize()?;
-        let events = &self.events;
-        self.last_timing = FrameTiming {
-            upload_ms: events[0].elapsed_ms(&events[1])?,
-            extract_ms: events[1].elapsed_ms(&events[2])?,
-        };
-        Ok(())
+        self.clock.measure()
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::{copy_frame, CudaOrbExtractor};
 use crate::cuda::gray::FrameLayout;
@@ -79,9 +79,7 @@ impl CudaOrbPipeline {
     pub fn new(extractor: CudaOrbExtractor) -> Result<Self> {
         let gpu = &extractor.gpu;
         let copy_stream = gpu.ctx.new_stream()?;
-        let uploaded = gpu
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+        let uploaded = gpu.ordering_event()?;
         Ok(Self {
             extractor,
             copy_stream,

@@ -21,15 +21,13 @@ mod shapes;
 
 pub use plan::{DeviceLimits, PlanBytes};
 
-use cudarc::driver::CudaEvent;
-
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
 use crate::cuda::abi::SUMMARY_WORDS;
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::check_gpu_size;
-use crate::cuda::orb::FrameTiming;
+use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::error::{CudaError, Error, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
@@ -51,9 +49,7 @@ pub struct CudaSiftExtractor {
     taps: Taps,
     plan: Option<Plan>,
     graph: Option<FrameGraph>,
-    last_timing: FrameTiming,
-    /// Upload start, upload end = extraction start, extraction end.
-    events: [CudaEvent; 3],
+    clock: FrameClock,
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
     branch: Branch,
     /// Matching each frame against the previous one on the GPU, when asked.
@@ -77,10 +73,10 @@ impl CudaSiftExtractor {
         let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
-        let events = gpu.frame_events()?;
+        let clock = FrameClock::new(&gpu)?;
         let branch = Branch::new(&gpu)?;
         Ok(Self {
-            events,
+            clock,
             branch,
             config,
             gpu,
@@ -90,7 +86,6 @@ impl CudaSiftExtractor {
             taps,
             plan: None,
             graph: None,
-            last_timing: FrameTiming::default(),
             consecutive: None,
             consecutive_matches: None,
         })
@@ -107,7 +102,7 @@ impl CudaSiftExtractor {
     }
 
     pub fn last_timing(&self) -> FrameTiming {
-        self.last_timing
+        self.clock.last()
     }
 
     fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
@@ -172,12 +167,12 @@ impl CudaSiftExtractor {
                 return Ok([0; SUMMARY_WORDS]);
             };
             plan.frame.host.as_mut_slice().copy_from_slice(image.data());
-            self.events[0].record(&stream)?;
+            self.clock.upload_starts(&stream)?;
             plan.frame.upload_async(&stream)?;
-            self.events[1].record(&stream)?;
+            self.clock.kernels_start(&stream)?;
         }
         self.run_frame_kernels()?;
-        self.events[2].record(&stream)?;
+        self.clock.kernels_end(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok([0; SUMMARY_WORDS]);
         };
@@ -186,11 +181,7 @@ impl CudaSiftExtractor {
         if !self.unified && kept > 0 {
             plan.download_outputs(kept, &stream)?;
         }
-        let events = &self.events;
-        self.last_timing = FrameTiming {
-            upload_ms: events[0].elapsed_ms(&events[1])?,
-            extract_ms: events[1].elapsed_ms(&events[2])?,
-        };
+        self.clock.measure()?;
         let cut = [
             ("candidates", summary[1] as usize, plan.candidate_capacity),
             ("extrema", summary[2] as usize, plan.keypoint_capacity),

@@ -71,7 +71,7 @@ extern "C" __global__ void sift_describe(
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
-        const float* image = pyramid + oct.gauss + packed_layer(packed) * w * h;
+        const float* image = gaussian_layer(pyramid, oct, packed);
         // Back to octave pixels: multiplying by a power of two is exact both ways.
         const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
         const float x = out_x[kp] / factor, y = out_y[kp] / factor;

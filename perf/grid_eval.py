@@ -23,6 +23,10 @@ import tempfile
 import cv2
 import numpy as np
 
+# orbsift's matching policy on OpenCV, as the tests' peer applies it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "peer"))
+from orb_matches import mutual_ratio_matches  # noqa: E402
+
 PAIRS = {
     "graf": ("graf1.png", "graf3.png"),
     "leuven": ("leuvenA.jpg", "leuvenB.jpg"),
@@ -64,25 +68,12 @@ def geometric_check(name, pa, pb):
     return str(int(mask.sum()))
 
 
-def match(da, db, ratio=0.8):
-    bf = cv2.BFMatcher(cv2.NORM_HAMMING)
-    back = {m.queryIdx: m.trainIdx for m in bf.match(db, da)}
-    out = []
-    for pair in bf.knnMatch(da, db, k=2):
-        best = pair[0]
-        if len(pair) == 2 and not best.distance < ratio * pair[1].distance:
-            continue
-        if back[best.trainIdx] == best.queryIdx:
-            out.append((best.queryIdx, best.trainIdx))
-    return out
-
-
 def opencv(a, b, n):
     orb = cv2.ORB_create(n)
     ia, ib = cv2.imread(DATA + a, 0), cv2.imread(DATA + b, 0)
     (ka, da), (kb, db) = orb.detectAndCompute(ia, None), orb.detectAndCompute(ib, None)
     points = lambda k: np.array([p.pt for p in k], np.float32)
-    return points(ka), points(kb), [p.octave for p in ka], match(da, db), ia.shape[::-1]
+    return points(ka), points(kb), [p.octave for p in ka], mutual_ratio_matches(da, db, 0.8), ia.shape[::-1]
 
 
 def ours(a, b, sets):

@@ -11,6 +11,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/pinned-venv.sh
+source "$root/scripts/pinned-venv.sh"
 requirements="$root/scripts/ros-requirements.txt"
 ros="$root/.ros"
 venv="$ros/venv"
@@ -36,13 +38,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "setup-ros: creating $venv"
     "$python" -m venv "$venv"
 fi
-stamp="$venv/.requirements.sha256"
-wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-    echo "setup-ros: installing $requirements"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$requirements"
-    echo "$wanted" >"$stamp"
-fi
+pip_install_pinned setup-ros "$venv" "$requirements"
 
 # The wheels' `<pkg>__rosidl_generator_py` CMake exports name the include folders of the
 # Python that built them (/opt/python/cp311-cp311/...): any interface package depending on

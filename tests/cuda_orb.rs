@@ -12,22 +12,9 @@ use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
 
 use common::confinement::assert_green_context;
 use common::frames::{load, resized, ORB_IMAGES};
+use common::orb::{cpu_orb, differing_bits};
 
 const SIZES: [(u32, u32); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
-
-fn cpu(config: &OrbConfig, image: &GrayImage) -> Features {
-    OrbExtractor::new(config.clone())
-        .expect("config")
-        .extract(image)
-        .expect("cpu extraction")
-}
-
-fn differing_bits(a: &[u8], b: &[u8]) -> u64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| u64::from((x ^ y).count_ones()))
-        .sum()
-}
 
 /// Same keypoints (position, level, and the host-computed angle and response), and
 /// at least 99.9 % identical descriptor bits; returns the differing bits.
@@ -45,7 +32,10 @@ fn assert_parity(what: &str, reference: &Features, gpu: &Features) -> u64 {
         assert_eq!(r.angle[i], g.angle[i], "{what}: angle {i}");
     }
     let bits = 8 * reference.descriptors.data.len() as u64;
-    let differing = differing_bits(&reference.descriptors.data, &gpu.descriptors.data);
+    let differing = u64::from(differing_bits(
+        &reference.descriptors.data,
+        &gpu.descriptors.data,
+    ));
     assert!(
         differing * 1000 <= bits,
         "{what}: {differing} of {bits} descriptor bits differ"
@@ -76,7 +66,7 @@ fn backend_choice_follows_gpu_availability() {
             assert_eq!(auto.backend_name(), "cpu");
             let image = load("graf1.png");
             let features = auto.extract_owned(&image);
-            assert_eq!(features, cpu(&config.orb, &image));
+            assert_eq!(features, cpu_orb(&config.orb, &image));
         }
     }
 }
@@ -104,7 +94,7 @@ fn matches_the_cpu_reference_on_real_images_in_both_memory_modes() {
         let original = load(name);
         for size in SIZES {
             let image = resized(&original, size);
-            let reference = cpu(&config, &image);
+            let reference = cpu_orb(&config, &image);
             assert!(
                 reference.len() > 100,
                 "{name} {size:?}: too few keypoints to compare"
@@ -148,7 +138,11 @@ fn fast_score_and_small_grids_match_too() {
     for config in configs {
         let mut gpu = CudaOrbExtractor::new(config.clone(), MemoryMode::Auto, None).unwrap();
         let what = format!("{config:?}");
-        assert_parity(&what, &cpu(&config, &image), &gpu.extract(&image).unwrap());
+        assert_parity(
+            &what,
+            &cpu_orb(&config, &image),
+            &gpu.extract(&image).unwrap(),
+        );
     }
 }
 
@@ -250,7 +244,7 @@ fn fused_matching_finds_the_brute_force_nearest_neighbours() {
             .descriptors
             .iter()
             .enumerate()
-            .map(|(j, t)| (differing_bits(q, t), j))
+            .map(|(j, t)| (u64::from(differing_bits(q, t)), j))
             .collect();
         distances.sort();
         let m = matches[i];
@@ -333,8 +327,8 @@ fn every_stage_matches_the_cpu_reference_level_by_level() {
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
     let config = OrbConfig::default();
-    let query = cpu(&config, &load("graf1.png")).descriptors;
-    let train = cpu(&config, &load("graf3.png")).descriptors;
+    let query = cpu_orb(&config, &load("graf1.png")).descriptors;
+    let train = cpu_orb(&config, &load("graf3.png")).descriptors;
     let mut matcher = orbsift::cuda::CudaHammingMatcher::new(None).unwrap();
     let forward = matcher.knn2(&query, &train, false).unwrap();
     let mutual = matcher.knn2(&query, &train, true).unwrap();
@@ -342,7 +336,7 @@ fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
         let mut d: Vec<(u64, usize)> = set
             .iter()
             .enumerate()
-            .map(|(j, t)| (differing_bits(q, t), j))
+            .map(|(j, t)| (u64::from(differing_bits(q, t)), j))
             .collect();
         d.sort();
         d
@@ -370,7 +364,7 @@ fn standalone_matcher_finds_the_brute_force_neighbours_and_mutual_pairs() {
 #[test]
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn cuda_matcher_gives_the_cpu_matchers_matches() {
-    let features = |name: &str| cpu(&OrbConfig::default(), &load(name));
+    let features = |name: &str| cpu_orb(&OrbConfig::default(), &load(name));
     let (a, b) = (features("graf1.png"), features("graf3.png"));
     // A single train descriptor: no second best, so no ratio test.
     let one = |f: &Features| {

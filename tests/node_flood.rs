@@ -5,10 +5,12 @@
 
 mod common;
 
+use common::ros::{built_cpu_node, Running};
+
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,16 +25,6 @@ const STOP_WITHIN: Duration = Duration::from_secs(2);
 /// One flood at a time: two would share the machine's two cores.
 static MACHINE: Mutex<()> = Mutex::new(());
 
-/// Kills the process when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn domain(offset: u32) -> String {
     (100 + (std::process::id() + offset) % 100).to_string()
 }
@@ -40,15 +32,7 @@ fn domain(offset: u32) -> String {
 /// The node on `domain`, logging into `log`.
 fn start_node(domain: &str, log: &Path) -> Running {
     Running(
-        Command::new(env!("CARGO_BIN_EXE_orbsift_node"))
-            .args([
-                "--ros-args",
-                "-p",
-                "backend:=cpu",
-                "-p",
-                "matching.mode:=none",
-            ])
-            .env("ROS_DOMAIN_ID", domain)
+        built_cpu_node("none", domain)
             .stdout(Stdio::null())
             .stderr(File::create(log).expect("create the node's log"))
             .spawn()
@@ -117,13 +101,8 @@ fn terminate(node: &mut Running) -> (Option<ExitStatus>, Duration) {
     // SAFETY: kill(2) on a child this test started and has not reaped.
     let signalled = unsafe { libc::kill(node.0.id() as libc::pid_t, libc::SIGTERM) };
     assert_eq!(signalled, 0, "cannot signal the node");
-    while sent.elapsed() < STOP_WITHIN + Duration::from_secs(3) {
-        if let Some(status) = node.0.try_wait().expect("poll the node") {
-            return (Some(status), sent.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (None, sent.elapsed())
+    let status = node.wait_timeout(STOP_WITHIN + Duration::from_secs(3));
+    (status, sent.elapsed())
 }
 
 fn wait_for_features(progress: &Mutex<Progress>, more_than: u64, timeout: Duration) -> bool {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 mod common;
 use common::node_report::check_exchange;
-use common::ros::Running;
+use common::ros::{built_cpu_node, Running};
 
 fn run_peer(domain: &str) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -44,15 +44,7 @@ fn run_peer(domain: &str) -> Value {
 fn a_cyclonedds_peer_gets_features_matches_and_diagnostics() {
     let domain = (150 + std::process::id() % 80).to_string();
     let _node = Running(
-        Command::new(env!("CARGO_BIN_EXE_orbsift_node"))
-            .args([
-                "--ros-args",
-                "-p",
-                "backend:=cpu",
-                "-p",
-                "matching.mode:=temporal",
-            ])
-            .env("ROS_DOMAIN_ID", &domain)
+        built_cpu_node("temporal", &domain)
             .env("RUST_LOG", "warn")
             .spawn()
             .expect("start orbsift_node"),

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 mod common;
 use common::node_report::check_exchange;
 use common::peer::{project_dir, test_data};
-use common::ros::{domain, node_command, run_ros_peer, start_node, write_raw_frames, Running};
+use common::ros::{domain, node_command, run_ros_peer, start_cpu_node, write_raw_frames, Running};
 
 const FRAMES: [&str; 4] = [
     "basketball1.png",
@@ -53,15 +53,12 @@ fn rclpy_peer(scenario: &str, namespace: &str, name: &str, domain: &str) -> Valu
 #[test]
 fn rclpy_gets_features_matches_and_diagnostics_and_sees_the_graph() {
     let domain = domain(0);
-    let _node = start_node(
+    let _node = start_cpu_node(
         &[
-            "--ros-args",
             "-r",
             "__ns:=/rclpy",
             "-r",
             "__node:=extractor",
-            "-p",
-            "backend:=cpu",
             "-p",
             "matching.mode:=temporal",
         ],
@@ -113,15 +110,12 @@ fn rclpy_gets_features_matches_and_diagnostics_and_sees_the_graph() {
 fn stereo_pairs_from_rclpy_are_matched_consistently_with_the_disparity() {
     let domain = domain(1);
     let params = project_dir().join("config/stereo.yaml");
-    let _node = start_node(
+    let _node = start_cpu_node(
         &[
-            "--ros-args",
             "-r",
             "__ns:=/rig",
             "--params-file",
             params.to_str().unwrap(),
-            "-p",
-            "backend:=cpu",
         ],
         &domain,
     );
@@ -143,16 +137,7 @@ fn stereo_pairs_from_rclpy_are_matched_consistently_with_the_disparity() {
 #[test]
 fn rclpy_parameter_client_lists_gets_describes_and_sets_parameters() {
     let domain = domain(2);
-    let _node = start_node(
-        &[
-            "--ros-args",
-            "-p",
-            "backend:=cpu",
-            "-p",
-            "orb.n_features:=1000",
-        ],
-        &domain,
-    );
+    let _node = start_cpu_node(&["-p", "orb.n_features:=1000"], &domain);
     let report = rclpy_peer("parameters", "/", "orbsift", &domain);
 
     let names = report["list"]["names"].as_array().unwrap();
@@ -240,16 +225,7 @@ fn rclpy_parameter_client_lists_gets_describes_and_sets_parameters() {
 #[test]
 fn every_output_reaches_default_and_sensor_data_subscribers() {
     let domain = domain(3);
-    let _node = start_node(
-        &[
-            "--ros-args",
-            "-p",
-            "backend:=cpu",
-            "-p",
-            "matching.mode:=temporal",
-        ],
-        &domain,
-    );
+    let _node = start_cpu_node(&["-p", "matching.mode:=temporal"], &domain);
     let report = rclpy_peer("qos", "/", "orbsift", &domain);
     let answered = report["frames_answered"].as_array().unwrap();
     assert_eq!(answered.len(), 6, "frames the node answered: {report}");
@@ -299,16 +275,7 @@ fn every_output_reaches_default_and_sensor_data_subscribers() {
 #[test]
 fn compressed_jpeg_and_png_from_rclpy_become_features() {
     let domain = domain(4);
-    let _node = start_node(
-        &[
-            "--ros-args",
-            "-p",
-            "backend:=cpu",
-            "-p",
-            "input.transport:=compressed",
-        ],
-        &domain,
-    );
+    let _node = start_cpu_node(&["-p", "input.transport:=compressed"], &domain);
     let report = rclpy_peer("compressed", "/", "orbsift", &domain);
     let jpeg = image::open(test_data("leuvenA.jpg")).unwrap();
     for (case, (width, height)) in [("jpeg", (jpeg.width(), jpeg.height())), ("png", (640, 480))] {

@@ -1,9 +1,11 @@
 //! orbsift_node in stereo mode, started as launch files start it (namespace, params
 //! file), fed a left/right pair with a known disparity over DDS.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use orbsift::msgs::{Features, Header, Image, Matches, Time};
@@ -11,14 +13,7 @@ use orbsift::transport::dds::{result_qos, DdsEndpoint};
 use orbsift::transport::RosArgs;
 use orbsift::GrayImage;
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::ros::Running;
 
 /// The right camera sees the scene this many pixels further left.
 const DISPARITY: usize = 12;

@@ -1,30 +1,15 @@
 //! The CPU reference ORB on real images (tests/data): geometry of the output,
 //! determinism across thread counts, and rotation of the descriptor.
 
-use std::path::Path;
+mod common;
 
 use orbsift::config::{Distribution, OrbScore};
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::spec::pyramid::level_geometry;
-use orbsift::{Extractor, Features, GrayImage, Keypoints, OrbConfig};
+use orbsift::{Extractor, GrayImage, Keypoints, OrbConfig};
 
-fn load(name: &str) -> GrayImage {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    GrayImage::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn extract(config: &OrbConfig, image: &GrayImage) -> Features {
-    OrbExtractor::new(config.clone())
-        .expect("valid config")
-        .extract(image)
-        .expect("extraction")
-}
-
-fn hamming(a: &[u8], b: &[u8]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
-}
+use common::frames::load;
+use common::orb::{cpu_orb, differing_bits};
 
 /// Every combination of score and distribution.
 fn configs() -> Vec<OrbConfig> {
@@ -46,7 +31,7 @@ fn keypoints_lie_in_their_levels_detection_area() {
     for name in ["graf1.png", "box.pgm", "leuvenA.jpg", "basketball1.png"] {
         let image = load(name);
         for config in configs() {
-            let f = extract(&config, &image);
+            let f = cpu_orb(&config, &image);
             let what = format!("{name} {:?}/{:?}", config.score, config.distribution);
             let n = f.len();
             assert!(n > 0, "{what}: no keypoints");
@@ -99,7 +84,7 @@ fn top_response_reports_responses_in_decreasing_order_per_level() {
             distribution: Distribution::TopResponse,
             ..OrbConfig::default()
         };
-        let k = extract(&config, &image).keypoints;
+        let k = cpu_orb(&config, &image).keypoints;
         for i in 1..k.len() {
             if k.octave[i] == k.octave[i - 1] {
                 assert!(k.response[i] <= k.response[i - 1], "{score:?} at {i}");
@@ -117,7 +102,7 @@ fn grid_spreads_keypoints_wider_than_top_response() {
             distribution,
             ..OrbConfig::default()
         };
-        let k = extract(&config, &image).keypoints;
+        let k = cpu_orb(&config, &image).keypoints;
         let mut occupied: Vec<(i32, i32)> = (0..k.len())
             .filter(|&i| k.octave[i] == 0)
             .map(|i| (k.x[i] as i32 / 30, k.y[i] as i32 / 30))
@@ -174,7 +159,7 @@ fn images_too_small_for_any_level_give_no_keypoints() {
     for (w, h) in [(1, 1), (62, 500), (63, 63), (7, 300)] {
         let image = GrayImage::new(w, h, (0..w * h).map(|i| (i * 91 % 256) as u8).collect())
             .expect("image");
-        let f = extract(&OrbConfig::default(), &image);
+        let f = cpu_orb(&OrbConfig::default(), &image);
         assert!(f.len() <= 1, "{w}x{h}");
     }
 }
@@ -196,7 +181,7 @@ fn descriptors_follow_an_exact_90_degree_rotation() {
     let config = OrbConfig::default();
     let image = load("graf1.png");
     let rotated = rotate_clockwise(&image);
-    let f = extract(&config, &image);
+    let f = cpu_orb(&config, &image);
     let levels = level_geometry(
         image.width(),
         image.height(),
@@ -231,7 +216,7 @@ fn descriptors_follow_an_exact_90_degree_rotation() {
         .descriptors
         .iter()
         .zip(turned.iter())
-        .map(|(a, b)| hamming(a, b))
+        .map(|(a, b)| differing_bits(a, b))
         .collect();
     let mean = distances.iter().sum::<u32>() as f64 / distances.len() as f64;
     let identical = distances.iter().filter(|&&d| d == 0).count();
@@ -261,7 +246,7 @@ fn describe_at_reproduces_extraction_at_its_own_keypoints() {
         .descriptors
         .iter()
         .zip(again.iter())
-        .map(|(a, b)| hamming(a, b))
+        .map(|(a, b)| differing_bits(a, b))
         .sum();
     let mean = f64::from(total) / f.len() as f64;
     assert!(mean < 0.5, "mean Hamming distance {mean}");

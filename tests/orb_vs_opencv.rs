@@ -11,6 +11,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use common::invariance::{self, RotationScore, ScaleScore};
+use common::orb::differing_bits;
 use common::peer::{self, test_data, write_pgm};
 use orbsift::cpu::matcher::BruteForceMatcher;
 use orbsift::cpu::orb::OrbExtractor;
@@ -389,10 +390,6 @@ const COMPATIBILITY_IMAGES: [&str; 4] = [
 ];
 /// The bound on the mean number of differing bits (of 256) at OpenCV's keypoints.
 const MAX_MEAN_DIFFERING_BITS: f64 = 8.0;
-
-fn differing_bits(a: &[u8], b: &[u8]) -> u32 {
-    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
-}
 
 #[test]
 fn descriptors_at_opencv_keypoints_equal_opencvs() {

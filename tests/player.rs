@@ -6,25 +6,16 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::peer::{project_dir, python, test_data};
+use common::ros::Running;
 use serde::Deserialize;
 
 const SAMPLE: &str = "vtest_6s.avi";
 /// Frames in the sample: 6 s at 10 fps.
 const SAMPLE_FRAMES: u64 = 60;
-
-/// Kills the node when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[derive(Debug, Deserialize)]
 struct Summary {
@@ -120,32 +111,27 @@ fn the_sample_video_played_into_the_default_node_comes_back_as_features_and_matc
     );
 }
 
-#[test]
-fn the_player_fails_when_no_node_answers() {
+/// Plays `file` with no node to answer: the player exits with `status` and says `why`.
+fn assert_player_fails(file: &str, slot: u32, status: i32, why: &str) {
     let output = play(
-        &test_data(SAMPLE),
-        &domain(1),
+        &test_data(file),
+        &domain(slot),
         &["--wait", "1"],
         Duration::from_secs(30),
     );
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(output.status.code(), Some(status), "{output:?}");
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("no orbsift_node answered"),
+        String::from_utf8_lossy(&output.stderr).contains(why),
         "{output:?}"
     );
 }
 
 #[test]
+fn the_player_fails_when_no_node_answers() {
+    assert_player_fails(SAMPLE, 1, 1, "no orbsift_node answered");
+}
+
+#[test]
 fn the_player_refuses_a_file_that_is_not_a_video() {
-    let output = play(
-        &test_data("H1to3p.xml"),
-        &domain(2),
-        &["--wait", "1"],
-        Duration::from_secs(30),
-    );
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("cannot read"),
-        "{output:?}"
-    );
+    assert_player_fails("H1to3p.xml", 2, 2, "cannot read");
 }

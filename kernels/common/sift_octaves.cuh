@@ -45,3 +45,9 @@ __device__ __forceinline__ int reflect101_repeated(int p, int n) {
 __device__ __forceinline__ int pack_octave_layer(int octave, int layer) { return (octave << 8) | layer; }
 __device__ __forceinline__ int packed_octave(int packed) { return packed >> 8; }
 __device__ __forceinline__ int packed_layer(int packed) { return packed & 0xff; }
+
+// The Gaussian plane of the layer `packed` names in its octave `oct`.
+__device__ __forceinline__ const float* gaussian_layer(const float* pyramid, const SiftOctave& oct,
+                                                       int packed) {
+    return pyramid + oct.gauss + packed_layer(packed) * oct.width * oct.height;
+}

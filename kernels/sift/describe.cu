@@ -20,12 +20,14 @@
 #include "common/row_runs.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
-#define D 4                              // spatial bins a side
-#define N 8                              // orientation bins
+// The descriptor's shape and the votes per sample are -D defines from src/cuda/abi.rs
+// (DESCRIPTOR_SPATIAL_BINS, DESCRIPTOR_ORIENTATION_BINS, DESCRIBE_VOTES).
+#define D DESCRIPTOR_SPATIAL_BINS        // spatial bins a side (4)
+#define N DESCRIPTOR_ORIENTATION_BINS    // orientation bins (8)
 #define LENGTH (D * D * N)               // 128
 #define KEY_ROW ((D + 1) * N)            // key stride of one spatial row (first bins -1 .. D-1)
 #define KEYS ((D + 1) * KEY_ROW)         // 200 first bins
-#define VOTES 8
+#define VOTES DESCRIBE_VOTES             // sub-histograms a warp, one per trilinear vote
 // Half the side of the sampled square, in bins: r_rot and c_rot within (-2.5, 2.5).
 #define HALF_SIDE ((float)(D / 2) + 0.5f)
 // From a rotated offset in bins to the bin coordinate (bin 0 from 0 to 1).
@@ -69,7 +71,7 @@ extern "C" __global__ void sift_describe(
         const int packed = out_octave_layer[kp];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
-        const float* image = pyramid + oct.gauss + packed_layer(packed) * w * h;
+        const float* image = gaussian_layer(pyramid, oct, packed);
         // Back to octave pixels: multiplying by a power of two is exact both ways.
         const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
         const float x = out_x[kp] / factor, y = out_y[kp] / factor;

@@ -135,9 +135,10 @@ extern "C" __global__ void sift_place(
     const int unique = n - n_duplicates;
     const bool budget = max_features > 0 && unique > max_features;
     const int kept = budget ? max_features : unique;
-    // summary: the kept count, then the raw counts (candidates, extrema, keypoints,
-    // duplicates) so the host can tell when a capacity cut the lists short.
-    if (blockIdx.x == 0 && threadIdx.x < 5)
+    // summary (SUMMARY_WORDS, a -D define): the kept count, then the raw counts
+    // (candidates, extrema, keypoints, duplicates) so the host can tell when a capacity
+    // cut the lists short.
+    if (blockIdx.x == 0 && threadIdx.x < SUMMARY_WORDS)
         summary[threadIdx.x] = threadIdx.x == 0 ? (unsigned int)kept : counters[threadIdx.x - 1];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         if (equal_before[i] > 0) continue;

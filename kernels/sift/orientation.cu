@@ -40,7 +40,7 @@ extern "C" __global__ void sift_orientation(
         const int packed = ext_octave_layer[e];
         const SiftOctave oct = octaves[packed_octave(packed)];
         const int w = oct.width, h = oct.height;
-        const float* image = pyramid + oct.gauss + packed_layer(packed) * w * h;
+        const float* image = gaussian_layer(pyramid, oct, packed);
         const int x = ext_col[e], y = ext_row[e];
         const float scale = ext_scale[e];
         const int radius = (int)rintf(1.5f * 3.f * scale);

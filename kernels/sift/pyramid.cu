@@ -19,8 +19,9 @@
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 
-// TILE_W x TILE_H, the largest tile (the shared arrays are sized for it), and
-// BLUR_THREADS are -D defines from src/cuda/abi.rs.
+// TILE_W x TILE_H, the largest tile (the shared arrays are sized for it),
+// BLUR_THREADS and the three kernels' radii (BLUR_NARROW_RADIUS, BLUR_MEDIUM_RADIUS,
+// BLUR_MAX_RADIUS) are -D defines from src/cuda/abi.rs.
 
 // One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
 // `upsample_2x`): destination d samples (d + 0.5) / 2 - 0.5, replicated border.
@@ -378,6 +379,6 @@ __device__ __forceinline__ void blur_dog_stage(
 #else
 #define BLUR_R8_MIN_BLOCKS 4
 #endif
-BLUR_DOG_KERNEL(sift_blur_dog_r8, 8, BLUR_R8_MIN_BLOCKS, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, 16, 4, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r32, 32, 1, 2, false)
+BLUR_DOG_KERNEL(sift_blur_dog_r8, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r16, BLUR_MEDIUM_RADIUS, 4, 2, true)
+BLUR_DOG_KERNEL(sift_blur_dog_r32, BLUR_MAX_RADIUS, 1, 2, false)

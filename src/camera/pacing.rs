@@ -59,32 +59,22 @@ mod tests {
         Duration::from_millis(millis)
     }
 
+    /// Wait `wait_ms`, then skip `skip` frames.
+    fn step(wait_ms: u64, skip: u64) -> Step {
+        Step {
+            wait: ms(wait_ms),
+            skip,
+        }
+    }
+
     #[test]
     fn on_time_frames_wait_for_their_turn() {
         let t0 = Instant::now();
         let mut pacer = Pacer::new(10.0, t0);
-        assert_eq!(
-            pacer.step(t0),
-            Step {
-                wait: ms(0),
-                skip: 0
-            }
-        );
+        assert_eq!(pacer.step(t0), step(0, 0));
         // Frame 1 is due at 100 ms; processing frame 0 took 30 ms.
-        assert_eq!(
-            pacer.step(t0 + ms(30)),
-            Step {
-                wait: ms(70),
-                skip: 0
-            }
-        );
-        assert_eq!(
-            pacer.step(t0 + ms(200)),
-            Step {
-                wait: ms(0),
-                skip: 0
-            }
-        );
+        assert_eq!(pacer.step(t0 + ms(30)), step(70, 0));
+        assert_eq!(pacer.step(t0 + ms(200)), step(0, 0));
     }
 
     #[test]
@@ -93,28 +83,10 @@ mod tests {
         let mut pacer = Pacer::new(10.0, t0);
         pacer.step(t0);
         // Frame 0 took 350 ms: frames 1 and 2 are stale, frame 3 is on screen.
-        assert_eq!(
-            pacer.step(t0 + ms(350)),
-            Step {
-                wait: ms(0),
-                skip: 2
-            }
-        );
+        assert_eq!(pacer.step(t0 + ms(350)), step(0, 2));
         // Frame 4 is due at 400 ms.
-        assert_eq!(
-            pacer.step(t0 + ms(360)),
-            Step {
-                wait: ms(40),
-                skip: 0
-            }
-        );
+        assert_eq!(pacer.step(t0 + ms(360)), step(40, 0));
         // Less than a period late: read it now, skip nothing.
-        assert_eq!(
-            pacer.step(t0 + ms(540)),
-            Step {
-                wait: ms(0),
-                skip: 0
-            }
-        );
+        assert_eq!(pacer.step(t0 + ms(540)), step(0, 0));
     }
 }

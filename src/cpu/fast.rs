@@ -109,20 +109,12 @@ macro_rules! unroll_16 {
     }};
 }
 
+/// `op` lane by lane, e.g. `lanewise(a, b, u8::min)`.
 #[inline(always)]
-fn lane_min(a: &Lanes, b: &Lanes) -> Lanes {
+fn lanewise(a: &Lanes, b: &Lanes, op: impl Fn(u8, u8) -> u8) -> Lanes {
     let mut out = [0; LANES];
     for j in 0..LANES {
-        out[j] = a[j].min(b[j]);
-    }
-    out
-}
-
-#[inline(always)]
-fn lane_saturating_sub(a: &Lanes, b: &Lanes) -> Lanes {
-    let mut out = [0; LANES];
-    for j in 0..LANES {
-        out[j] = a[j].saturating_sub(b[j]);
+        out[j] = op(a[j], b[j]);
     }
     out
 }
@@ -131,7 +123,7 @@ fn lane_saturating_sub(a: &Lanes, b: &Lanes) -> Lanes {
 #[inline(always)]
 fn lane_runs(shorter: &[Lanes; 16], step: usize) -> [Lanes; 16] {
     let mut longer = [[0; LANES]; 16];
-    unroll_16!(|i| longer[i] = lane_min(&shorter[i], &shorter[(i + step) % 16]));
+    unroll_16!(|i| longer[i] = lanewise(&shorter[i], &shorter[(i + step) % 16], u8::min));
     longer
 }
 
@@ -142,7 +134,7 @@ fn lanes_best_arc_minimum(v: &[Lanes; 16]) -> Lanes {
     let run8 = lane_runs(&lane_runs(&lane_runs(v, 1), 2), 4);
     let mut best = [0; LANES];
     unroll_16!(|i| {
-        let arc = lane_min(&run8[i], &run8[(i + 1) % 16]);
+        let arc = lanewise(&run8[i], &run8[(i + 1) % 16], u8::min);
         for j in 0..LANES {
             best[j] = best[j].max(arc[j]);
         }
@@ -229,9 +221,9 @@ fn any_lane_has_enough_ring((above, below): &(Lanes, Lanes), ring: &[&Lanes; 16]
 fn score_block(centre: &Lanes, ring: &[&Lanes; 16], threshold: u8, out: &mut Lanes) {
     // Whole vectors assigned (not lanes): the compiler then drops the zeroing.
     let (mut bright, mut dark) = ([[0; LANES]; 16], [[0; LANES]; 16]);
-    unroll_16!(|k| bright[k] = lane_saturating_sub(ring[k], centre));
+    unroll_16!(|k| bright[k] = lanewise(ring[k], centre, u8::saturating_sub));
     let bright = lanes_best_arc_minimum(&bright);
-    unroll_16!(|k| dark[k] = lane_saturating_sub(centre, ring[k]));
+    unroll_16!(|k| dark[k] = lanewise(centre, ring[k], u8::saturating_sub));
     let dark = lanes_best_arc_minimum(&dark);
     for j in 0..LANES {
         let best = bright[j].max(dark[j]);

@@ -8,8 +8,8 @@
 use rayon::prelude::*;
 
 use crate::config::MatchConfig;
-use crate::error::{Error, FeaturesError, Result};
-use crate::extractor::Matcher;
+use crate::error::Result;
+use crate::extractor::{check_same_kind, Matcher};
 use crate::spec::matching::{accept_match, l2_distance};
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
@@ -27,12 +27,7 @@ impl BruteForceMatcher {
 impl Matcher for BruteForceMatcher {
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
         let (q, t) = (&query.descriptors, &train.descriptors);
-        if q.kind != t.kind {
-            return Err(Error::Features(FeaturesError::DescriptorMismatch {
-                query: q.kind.name().into(),
-                train: t.kind.name().into(),
-            }));
-        }
+        check_same_kind(q.kind, t.kind)?;
         Ok(match q.kind {
             DescriptorKind::Orb256 => self.match_with(q, t, &Hamming::new()),
             DescriptorKind::Sift128U8 => self.match_with(q, t, &L2),
@@ -267,6 +262,7 @@ fn l2_squared(a: &[u8], b: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{Error, FeaturesError};
     use crate::types::Keypoints;
     use proptest::prelude::{Rng, RngExt};
     use proptest::test_runner::{RngAlgorithm, TestRng};

@@ -9,6 +9,8 @@
 //! (kernels/common/abi.cuh), which the compiler checks, and the test below reads those
 //! lines and compares them with the Rust layouts, without a GPU.
 
+use crate::spec::sift_descriptor;
+
 /// A constant the kernels take as `-D NAME=value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Define {
@@ -92,6 +94,12 @@ pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
 /// Threads of a SIFT blur block.
 pub const BLUR_THREADS: u32 = 256;
+/// The radii the blur kernels `sift_blur_dog_r8`, `_r16` and `_r32` are compiled for:
+/// each holds the window of a Gaussian up to its radius in registers.
+pub const BLUR_NARROW_RADIUS: usize = 8;
+pub const BLUR_MEDIUM_RADIUS: usize = 16;
+/// The widest Gaussian the SIFT pyramid blurs with (the widest kernel's radius).
+pub const BLUR_MAX_RADIUS: usize = 32;
 /// Threads of the one `sift_small_octaves` block.
 pub const SMALL_THREADS: u32 = 1024;
 /// Outputs per thread and pass of `sift_small_octaves`.
@@ -103,6 +111,15 @@ pub const SMALL_MAX_RADIUS: usize = 16;
 pub const RANK_TILE: u32 = 256;
 /// Bins of a keypoint's orientation histogram.
 pub const ORIENTATION_BINS: usize = 36;
+/// The descriptor's spatial bins a side and orientation bins (`spec::sift_descriptor`).
+pub const DESCRIPTOR_SPATIAL_BINS: usize = sift_descriptor::SPATIAL_BINS;
+pub const DESCRIPTOR_ORIENTATION_BINS: usize = sift_descriptor::ORIENTATION_BINS;
+/// Sub-histograms of a `sift_describe` warp: one for each of a sample's eight
+/// trilinear votes (2 x 2 x 2 neighbouring bins).
+pub const DESCRIBE_VOTES: usize = 8;
+/// Words `sift_place` writes to the summary the host reads back: the kept count, then
+/// the first four [`SiftCounters`].
+pub const SUMMARY_WORDS: usize = 5;
 /// Where a SIFT blur job's input level comes from (`BlurJob::source`): a float plane
 /// of the output's size, every second pixel of a plane twice as large, the u8 frame,
 /// the frame upsampled 2x bilinearly.
@@ -117,11 +134,18 @@ pub const SIFT_DEFINES: &[Define] = &[
     define!(TILE_W),
     define!(TILE_H),
     define!(BLUR_THREADS),
+    define!(BLUR_NARROW_RADIUS),
+    define!(BLUR_MEDIUM_RADIUS),
+    define!(BLUR_MAX_RADIUS),
     define!(SMALL_THREADS),
     define!(SMALL_RUN),
     define!(SMALL_MAX_RADIUS),
     define!(RANK_TILE),
     define!(ORIENTATION_BINS),
+    define!(DESCRIPTOR_SPATIAL_BINS),
+    define!(DESCRIPTOR_ORIENTATION_BINS),
+    define!(DESCRIBE_VOTES),
+    define!(SUMMARY_WORDS),
     define!(SOURCE_PLANE),
     define!(SOURCE_PLANE_HALVED),
     define!(SOURCE_FRAME),

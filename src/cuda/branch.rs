@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::cuda::gpu::Gpu;
 use crate::error::Result;
@@ -18,14 +18,10 @@ pub struct Branch {
 impl Branch {
     /// A side stream of `gpu`'s context (bound to its green context, where there is one).
     pub fn new(gpu: &Gpu) -> Result<Self> {
-        let event = || {
-            gpu.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-        };
         Ok(Self {
             stream: gpu.side_stream()?,
-            forked: event()?,
-            done: event()?,
+            forked: gpu.ordering_event()?,
+            done: gpu.ordering_event()?,
         })
     }
 

@@ -201,13 +201,20 @@ impl GpuDevice {
         );
     }
 
-    /// The events a frame records: before the upload, after it, after the extraction.
-    pub fn frame_events(&self) -> Result<[CudaEvent; 3]> {
-        let event = || {
-            self.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-        };
-        Ok([event()?, event()?, event()?])
+    /// An event that timestamps the stream where it is recorded: frames and searches
+    /// are timed by two of them (`elapsed_ms`).
+    pub fn timing_event(&self) -> Result<CudaEvent> {
+        Ok(self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?)
+    }
+
+    /// An event that only orders streams (one waits for work queued on another): no
+    /// timestamp, cheaper to record and wait on.
+    pub fn ordering_event(&self) -> Result<CudaEvent> {
+        Ok(self
+            .ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?)
     }
 }
 

@@ -4,13 +4,13 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
 
 use crate::cuda::abi::{Knn2, L2_THREADS, L2_TILE};
 use crate::cuda::gpu::{Gpu, GpuDevice};
 use crate::cuda::kernel::Kernel;
-use crate::cuda::matcher::{checked, download_knn2, NearestTwo};
+use crate::cuda::matcher::{checked, download_knn2, upload_reused, NearestTwo};
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::error::Result;
 use crate::spec::matching::l2_distance;
@@ -84,8 +84,9 @@ pub struct CudaL2Matcher {
     /// Blocks of `match_l2_knn2` resident at once on the whole GPU.
     resident_blocks: u32,
     scratch: Option<Scratch>,
-    /// Where host sets are uploaded to (query, train): reused from search to search.
-    uploads: (Reused<DeviceDescriptors>, Reused<DeviceDescriptors>),
+    /// Where host sets are uploaded to: reused from search to search.
+    query: Reused<DeviceBuffer>,
+    train: Reused<DeviceBuffer>,
     /// Around the kernels of the last search.
     events: [CudaEvent; 2],
 }
@@ -100,14 +101,14 @@ impl CudaL2Matcher {
         let gpu = Gpu::on(device)?;
         let knn2 = Kernel::load(&gpu, "match_l2", "match_l2_knn2")?;
         let resident_blocks = knn2.persistent_blocks(&gpu, L2_THREADS)?;
-        let event = || gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
         Ok(Self {
             merge: Kernel::load(&gpu, "match_l2", "match_l2_merge")?,
-            events: [event()?, event()?],
+            events: [gpu.timing_event()?, gpu.timing_event()?],
             knn2,
             resident_blocks,
             scratch: None,
-            uploads: Default::default(),
+            query: Reused::default(),
+            train: Reused::default(),
             gpu,
         })
     }
@@ -119,36 +120,6 @@ impl CudaL2Matcher {
             buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &set.data)?,
             len,
         })
-    }
-
-    /// Copies `set` into `slot`'s buffer, grown if it is too small.
-    fn upload_into<'a>(
-        &self,
-        slot: &'a mut Reused<DeviceDescriptors>,
-        set: &Descriptors,
-        role: &str,
-    ) -> Result<&'a DeviceDescriptors> {
-        let len = checked(set, <Self as NearestTwo>::KIND, role)?;
-        let ctx = &self.gpu.ctx;
-        let resident = slot.at_least(set.data.len(), |bytes| {
-            Ok(DeviceDescriptors {
-                buffer: DeviceBuffer::new(ctx, bytes)?,
-                len: 0,
-            })
-        })?;
-        if !set.data.is_empty() {
-            // SAFETY: the buffer holds at least the set's bytes; a copy from pageable
-            // memory returns once the source was read.
-            unsafe {
-                result::memcpy_htod_async(
-                    resident.buffer.ptr,
-                    &set.data,
-                    self.gpu.stream.cu_stream(),
-                )
-            }?;
-        }
-        resident.len = len;
-        Ok(resident)
     }
 
     pub(crate) fn context(&self) -> &Arc<CudaContext> {
@@ -307,16 +278,13 @@ impl NearestTwo for CudaL2Matcher {
         train: &Descriptors,
         mutual: bool,
     ) -> Result<Vec<Knn2>> {
-        let (mut query_slot, mut train_slot) = std::mem::take(&mut self.uploads);
-        let searched = self
-            .upload_into(&mut query_slot, query, "query")
-            .and_then(|query| {
-                let train = self.upload_into(&mut train_slot, train, "train")?;
-                Ok((query, train))
-            })
-            .and_then(|(query, train)| self.knn2_resident(query, train, mutual));
-        self.uploads = (query_slot, train_slot);
-        searched
+        let (n_query, n_train) = (
+            checked(query, Self::KIND, "query")?,
+            checked(train, Self::KIND, "train")?,
+        );
+        let query_ptr = upload_reused(&self.gpu, &mut self.query, &query.data)?.ptr;
+        let train_ptr = upload_reused(&self.gpu, &mut self.train, &train.data)?.ptr;
+        self.knn2_at((query_ptr, n_query), (train_ptr, n_train), mutual)
     }
 
     fn report(raw: i32) -> f32 {

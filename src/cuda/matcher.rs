@@ -5,6 +5,7 @@
 
 use std::mem::size_of;
 
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::MatchConfig;
@@ -13,7 +14,7 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
 use crate::error::{ConfigError, Error, FeaturesError, Result};
-use crate::extractor::Matcher;
+use crate::extractor::{check_same_kind, Matcher};
 use crate::spec::matching::accept_match;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
@@ -77,6 +78,22 @@ pub(crate) fn checked(set: &Descriptors, kind: DescriptorKind, role: &str) -> Re
     })
 }
 
+/// `data` copied into `slot`'s device buffer, grown first if it is too small: a matcher
+/// uploads host sets into the same buffers from search to search.
+pub(crate) fn upload_reused<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Reused<DeviceBuffer>,
+    data: &[u8],
+) -> Result<&'a DeviceBuffer> {
+    let buffer = slot.at_least(data.len(), |bytes| DeviceBuffer::new(&gpu.ctx, bytes))?;
+    if !data.is_empty() {
+        // SAFETY: the buffer holds at least `data.len()` bytes; a copy from pageable
+        // memory returns once the source was read.
+        unsafe { result::memcpy_htod_async(buffer.ptr, data, gpu.stream.cu_stream()) }?;
+    }
+    Ok(buffer)
+}
+
 /// Queues the download of `n` [`Knn2`] records from `forward` and waits for the stream.
 pub(crate) fn download_knn2(
     forward: &mut Staged,
@@ -137,20 +154,8 @@ impl CudaHammingMatcher {
         let ctx = &self.gpu.ctx;
         ctx.bind_to_thread()?;
         let stream = &self.gpu.stream;
-        let query_buffer = self
-            .query
-            .at_least(query.data.len(), |bytes| DeviceBuffer::new(ctx, bytes))?;
-        let train_buffer = self
-            .train
-            .at_least(train.data.len(), |bytes| DeviceBuffer::new(ctx, bytes))?;
-        // SAFETY: each buffer holds at least its set's bytes; a copy from pageable
-        // memory returns once the source was read.
-        unsafe {
-            result::memcpy_htod_async(query_buffer.ptr, &query.data, stream.cu_stream())?;
-            if !train.data.is_empty() {
-                result::memcpy_htod_async(train_buffer.ptr, &train.data, stream.cu_stream())?;
-            }
-        }
+        let query_ptr = upload_reused(&self.gpu, &mut self.query, &query.data)?.ptr;
+        let train_ptr = upload_reused(&self.gpu, &mut self.train, &train.data)?.ptr;
         let forward = self
             .forward
             .at_least(n_query as usize * size_of::<Knn2>(), |bytes| {
@@ -161,42 +166,60 @@ impl CudaHammingMatcher {
             .at_least(n_train.max(1) as usize * size_of::<Knn2>(), |bytes| {
                 DeviceBuffer::new(ctx, bytes)
             })?;
-        let one_a_thread = |n: i32| LaunchConfig {
-            grid_dim: ((n.max(1) as u32).div_ceil(BLOCK), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let knn2 = |n: i32| knn2_launch(n.max(1) as u32);
-        // SAFETY: arguments match kernels/match/hamming.cu in order and type; the
-        // buffers hold n_query / n_train descriptors of 32 bytes and one Knn2 per query
-        // (forward) or train descriptor (backward).
+        let query_set = (query_ptr, n_query);
+        let train_set = (train_ptr, n_train);
+        // SAFETY: the query and train buffers hold n_query / n_train descriptors, forward
+        // one Knn2 per query and backward one per train descriptor; the cross-check's
+        // arguments match `match_cross_check` in order and type.
         unsafe {
-            self.knn2
-                .args(stream)
-                .arg(&query_buffer.ptr)
-                .arg(&n_query)
-                .arg(&train_buffer.ptr)
-                .arg(&n_train)
-                .arg(&forward.ptr)
-                .launch(knn2(n_query))?;
+            launch_knn2(&self.knn2, stream, query_set, train_set, forward.ptr)?;
             if mutual && n_train > 0 {
-                self.knn2
-                    .args(stream)
-                    .arg(&train_buffer.ptr)
-                    .arg(&n_train)
-                    .arg(&query_buffer.ptr)
-                    .arg(&n_query)
-                    .arg(&backward.ptr)
-                    .launch(knn2(n_train))?;
+                launch_knn2(&self.knn2, stream, train_set, query_set, backward.ptr)?;
                 self.cross_check
                     .args(stream)
                     .arg(&forward.ptr)
                     .arg(&n_query)
                     .arg(&backward.ptr)
-                    .launch(one_a_thread(n_query))?;
+                    .launch(one_thread_each(n_query))?;
             }
         }
         download_knn2(forward, n_query as usize, stream)
+    }
+}
+
+/// A grid of `BLOCK`-thread blocks with a thread for each of `n` items (one block at least).
+fn one_thread_each(n: i32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n.max(1) as u32).div_ceil(BLOCK), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Queues `match_hamming_knn2` (kernels/match/hamming.cu): for each descriptor of
+/// `from`, its two nearest in `to` (each set a pointer and a count), into `out`.
+///
+/// # Safety
+/// `from` and `to` hold their counts of 32-byte descriptors and `out` one [`Knn2`] per
+/// descriptor of `from`, on `stream`'s context, until the stream has run the kernel.
+unsafe fn launch_knn2(
+    kernel: &Kernel,
+    stream: &CudaStream,
+    from: (CUdeviceptr, i32),
+    to: (CUdeviceptr, i32),
+    out: CUdeviceptr,
+) -> Result<()> {
+    // SAFETY: the arguments follow the kernel's parameters in order and type; the
+    // buffers are the caller's promise.
+    unsafe {
+        kernel
+            .args(stream)
+            .arg(&from.0)
+            .arg(&from.1)
+            .arg(&to.0)
+            .arg(&to.1)
+            .arg(&out)
+            .launch(knn2_launch(from.1.max(1) as u32))
     }
 }
 
@@ -246,12 +269,7 @@ impl<S: NearestTwo> CudaMatcher<S> {
 impl<S: NearestTwo> Matcher for CudaMatcher<S> {
     fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
         let (q, t) = (&query.descriptors, &train.descriptors);
-        if q.kind != t.kind {
-            return Err(Error::Features(FeaturesError::DescriptorMismatch {
-                query: q.kind.name().into(),
-                train: t.kind.name().into(),
-            }));
-        }
+        check_same_kind(q.kind, t.kind)?;
         let nearest = self.search.knn2(q, t, self.config.cross_check)?;
         Ok(accept_all(&self.config, &nearest, t.len() > 1, S::report))
     }

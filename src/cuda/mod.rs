@@ -23,6 +23,7 @@ mod memory;
 mod modules;
 mod orb;
 mod sift;
+mod timing;
 
 pub use availability::availability;
 pub use compiler::{nvrtc_version, Arch};
@@ -30,5 +31,6 @@ pub use l2_matcher::{CudaL2Matcher, DeviceDescriptors};
 pub use matcher::{CudaHammingMatcher, CudaMatcher, NearestTwo};
 pub use memory::allocations;
 pub use modules::{build_all, cache_dir, BuiltModule};
-pub use orb::{CudaOrbExtractor, FrameTiming, Knn2, LevelStages, OrbPlanBytes};
+pub use orb::{CudaOrbExtractor, Knn2, LevelStages, OrbPlanBytes};
 pub use sift::{CudaSiftExtractor, DeviceLimits, PlanBytes as SiftPlanBytes};
+pub use timing::FrameTiming;

@@ -271,12 +271,16 @@ pub fn build_all(arch: Arch, cache: &Path) -> Result<Vec<BuiltModule>> {
 mod tests {
     use super::*;
 
+    fn named(name: &str) -> &'static KernelModule {
+        MODULES
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no module {name}"))
+    }
+
     #[test]
     fn cache_names_separate_arch_compiler_and_source() {
-        let orb = MODULES
-            .iter()
-            .find(|m| m.name == "orb_pyramid")
-            .expect("orb_pyramid");
+        let orb = named("orb_pyramid");
         let sm87 = Arch::parse("sm_87").unwrap();
         let sm90 = Arch::parse("sm_90").unwrap();
         let name = orb.cache_file_name(sm87, (12, 6));
@@ -292,10 +296,7 @@ mod tests {
 
     #[test]
     fn modules_take_the_host_constants_as_defines() {
-        let describe = MODULES
-            .iter()
-            .find(|m| m.name == "orb_describe")
-            .expect("orb_describe");
+        let describe = named("orb_describe");
         let patch = format!("-DPATCH_RADIUS={}", crate::cuda::abi::PATCH_RADIUS);
         assert!(
             describe.options().contains(&patch),

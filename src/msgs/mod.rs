@@ -5,6 +5,20 @@
 //! Bytes are little-endian CDR behind the 4-byte encapsulation header, the form
 //! rmw implementations put on the wire and r2r's untyped API exchanges.
 
+/// `impl RosMessage` for the message type `$message` of interface package `$package`,
+/// under the type's own name unless `$name` is given.
+macro_rules! ros_message {
+    ($package:literal, $message:ident) => {
+        ros_message!($package, $message, stringify!($message));
+    };
+    ($package:literal, $message:ident, $name:expr) => {
+        impl RosMessage for $message {
+            const PACKAGE: &'static str = $package;
+            const NAME: &'static str = $name;
+        }
+    };
+}
+
 mod convert;
 mod orbsift;
 pub mod rcl_interfaces;

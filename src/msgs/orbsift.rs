@@ -24,10 +24,7 @@ pub struct Features {
     pub descriptors: Vec<u8>,
 }
 
-impl RosMessage for Features {
-    const PACKAGE: &'static str = "orbsift_msgs";
-    const NAME: &'static str = "Features";
-}
+ros_message!("orbsift_msgs", Features);
 
 /// `orbsift_msgs/Matches`: index pairs into the query and train Features.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -40,7 +37,4 @@ pub struct Matches {
     pub distance: Vec<f32>,
 }
 
-impl RosMessage for Matches {
-    const PACKAGE: &'static str = "orbsift_msgs";
-    const NAME: &'static str = "Matches";
-}
+ros_message!("orbsift_msgs", Matches);

@@ -92,10 +92,7 @@ pub struct ParameterEvent {
     pub deleted_parameters: Vec<Parameter>,
 }
 
-impl RosMessage for ParameterEvent {
-    const PACKAGE: &'static str = "rcl_interfaces";
-    const NAME: &'static str = "ParameterEvent";
-}
+ros_message!("rcl_interfaces", ParameterEvent);
 
 /// A `.srv` of `rcl_interfaces`: its name and its two messages.
 pub trait Service {
@@ -112,15 +109,8 @@ macro_rules! service {
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
         pub struct $response { $(pub $aname: $atype),* }
 
-        impl RosMessage for $request {
-            const PACKAGE: &'static str = "rcl_interfaces";
-            const NAME: &'static str = concat!($name, "_Request");
-        }
-
-        impl RosMessage for $response {
-            const PACKAGE: &'static str = "rcl_interfaces";
-            const NAME: &'static str = concat!($name, "_Response");
-        }
+        ros_message!("rcl_interfaces", $request, concat!($name, "_Request"));
+        ros_message!("rcl_interfaces", $response, concat!($name, "_Response"));
 
         #[cfg(feature = "dds")]
         impl ros2_client::Message for $request {}

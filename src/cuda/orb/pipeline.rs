@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::{copy_frame, CudaOrbExtractor};
 use crate::cuda::gpu::Gpu;
@@ -78,9 +78,7 @@ impl Overlap {
     fn new(gpu: &Gpu) -> Result<Self> {
         Ok(Self {
             copy_stream: gpu.ctx.new_stream()?,
-            uploaded: gpu
-                .ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
+            uploaded: gpu.ordering_event()?,
             in_flight: None,
         })
     }

@@ -285,21 +285,13 @@ impl Plan {
         height: usize,
         unified: bool,
     ) -> Result<Self> {
-        let PlanTables {
-            geometry,
-            levels,
-            taps,
-            quotas,
-            pyramid_bytes: offset,
-            cells,
-            slots,
-            corner_words,
-        } = PlanTables::new(c, width, height)?;
+        let tables = PlanTables::new(c, width, height)?;
         let capacity = c.n_features as usize;
-        let n_levels = levels.len();
-        let total_cells = to_i32(cells, "cells")?;
-        let cells = cells.max(1);
-        let slots = slots.max(1);
+        let n_levels = tables.levels.len();
+        let total_cells = to_i32(tables.cells, "cells")?;
+        let cells = tables.cells.max(1);
+        let slots = tables.slots.max(1);
+        let pyramid_bytes = tables.pyramid_bytes;
         let counters = n_levels + n_levels * ORB_SCORE_BINS;
         let shapes = Shapes::new(
             gpu,
@@ -307,11 +299,11 @@ impl Plan {
             &PlanSize {
                 width,
                 height,
-                geometry: &geometry,
+                geometry: &tables.geometry,
                 total_cells,
                 // Groups of 32 records the levels can hold at most: the blocks that
                 // `orb_record_ranks` / `orb_record_place` can keep busy.
-                record_groups: record_groups(&levels, &quotas),
+                record_groups: record_groups(&tables.levels, &tables.quotas),
                 capacity,
             },
         )?;
@@ -321,19 +313,19 @@ impl Plan {
         Ok(Plan {
             width,
             height,
-            geometry,
+            geometry: tables.geometry,
             total_cells,
             capacity,
             shapes,
-            levels: DeviceBuffer::from_slice(ctx, &levels)?,
-            taps: DeviceBuffer::from_slice(ctx, &taps)?,
-            quotas: DeviceBuffer::from_slice(ctx, &quotas)?,
+            levels: DeviceBuffer::from_slice(ctx, &tables.levels)?,
+            taps: DeviceBuffer::from_slice(ctx, &tables.taps)?,
+            quotas: DeviceBuffer::from_slice(ctx, &tables.quotas)?,
             inputs: Vec::new(),
             // Whole words: orb_describe reads the aligned words holding its patch rows.
-            pyramid: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
-            smoothed: DeviceBuffer::new(ctx, offset.next_multiple_of(4))?,
-            scores: DeviceBuffer::new(ctx, offset)?,
-            corner_bits: DeviceBuffer::new(ctx, corner_words.max(1) * size_of::<u32>())?,
+            pyramid: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
+            smoothed: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
+            scores: DeviceBuffer::new(ctx, pyramid_bytes)?,
+            corner_bits: DeviceBuffer::new(ctx, tables.corner_words.max(1) * size_of::<u32>())?,
             barrier,
             counters: DeviceBuffer::new(ctx, counters * size_of::<u32>())?,
             cell_starts: DeviceBuffer::new(ctx, cells * size_of::<u32>())?,

@@ -6,7 +6,14 @@
 //! and the `max_features` budget are decided on the GPU; the host only learns how
 //! many keypoints came out. In unified memory (Jetson) that is one synchronisation;
 //! with device memory a second one follows the downloads sized by that count.
+//!
+//! `plan.rs` holds the scale-space geometry, blur schedule and buffers of one image
+//! size, `shapes.rs` the kernels and their launch shapes, `launch.rs` one typed launch
+//! per kernel and the frame's launch sequence, `collect.rs` the downloads and the
+//! features read from them, and `consecutive.rs` the matching of each frame against the
+//! one before it.
 
+mod collect;
 mod consecutive;
 mod launch;
 mod plan;
@@ -14,22 +21,21 @@ mod shapes;
 
 pub use plan::{DeviceLimits, PlanBytes};
 
-use cudarc::driver::CudaEvent;
-
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
+use crate::cuda::abi::SUMMARY_WORDS;
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::check_gpu_size;
-use crate::cuda::orb::FrameTiming;
+use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::error::{CudaError, Error, Result};
 use crate::extractor::Extractor;
 use crate::image::GrayImage;
-use crate::types::{DescriptorKind, Descriptors, Features, Keypoints, Match};
+use crate::types::{Features, Match};
 
 use consecutive::Consecutive;
 
-use plan::{Plan, Taps, DESCRIPTOR_BYTES, SUMMARY_WORDS};
+use plan::{Plan, Taps};
 use shapes::Kernels;
 
 /// SIFT on one GPU (docs/sift-reference.md; parity with the CPU reference within
@@ -43,9 +49,7 @@ pub struct CudaSiftExtractor {
     taps: Taps,
     plan: Option<Plan>,
     graph: Option<FrameGraph>,
-    last_timing: FrameTiming,
-    /// Upload start, upload end = extraction start, extraction end.
-    events: [CudaEvent; 3],
+    clock: FrameClock,
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
     branch: Branch,
     /// Matching each frame against the previous one on the GPU, when asked.
@@ -69,10 +73,10 @@ impl CudaSiftExtractor {
         let unified = gpu.uses_unified(memory);
         let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
-        let events = gpu.frame_events()?;
+        let clock = FrameClock::new(&gpu)?;
         let branch = Branch::new(&gpu)?;
         Ok(Self {
-            events,
+            clock,
             branch,
             config,
             gpu,
@@ -82,7 +86,6 @@ impl CudaSiftExtractor {
             taps,
             plan: None,
             graph: None,
-            last_timing: FrameTiming::default(),
             consecutive: None,
             consecutive_matches: None,
         })
@@ -99,7 +102,7 @@ impl CudaSiftExtractor {
     }
 
     pub fn last_timing(&self) -> FrameTiming {
-        self.last_timing
+        self.clock.last()
     }
 
     fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
@@ -164,40 +167,21 @@ impl CudaSiftExtractor {
                 return Ok([0; SUMMARY_WORDS]);
             };
             plan.frame.host.as_mut_slice().copy_from_slice(image.data());
-            self.events[0].record(&stream)?;
+            self.clock.upload_starts(&stream)?;
             plan.frame.upload_async(&stream)?;
-            self.events[1].record(&stream)?;
+            self.clock.kernels_start(&stream)?;
         }
         self.run_frame_kernels()?;
-        self.events[2].record(&stream)?;
+        self.clock.kernels_end(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok([0; SUMMARY_WORDS]);
         };
-        plan.summary.download_async(SUMMARY_WORDS * 4, &stream)?;
-        stream.synchronize()?;
-        let words = plan.summary.host.as_slice();
-        let summary: [u32; SUMMARY_WORDS] = std::array::from_fn(|i| {
-            u32::from_le_bytes([
-                words[4 * i],
-                words[4 * i + 1],
-                words[4 * i + 2],
-                words[4 * i + 3],
-            ])
-        });
+        let summary = plan.download_summary(&stream)?;
         let kept = (summary[0] as usize).min(plan.output_capacity);
         if !self.unified && kept > 0 {
-            for output in plan.outputs.iter_mut() {
-                output.download_async(kept * 4, &stream)?;
-            }
-            plan.descriptors
-                .download_async(kept * DESCRIPTOR_BYTES, &stream)?;
-            stream.synchronize()?;
+            plan.download_outputs(kept, &stream)?;
         }
-        let events = &self.events;
-        self.last_timing = FrameTiming {
-            upload_ms: events[0].elapsed_ms(&events[1])?,
-            extract_ms: events[1].elapsed_ms(&events[2])?,
-        };
+        self.clock.measure()?;
         let cut = [
             ("candidates", summary[1] as usize, plan.candidate_capacity),
             ("extrema", summary[2] as usize, plan.keypoint_capacity),
@@ -213,48 +197,6 @@ impl CudaSiftExtractor {
             }
         }
         Ok(summary)
-    }
-
-    fn collect(&self, kept: usize, width: usize, height: usize) -> Features {
-        let empty = || Features {
-            width,
-            height,
-            keypoints: Keypoints::default(),
-            descriptors: Descriptors {
-                kind: DescriptorKind::Sift128U8,
-                data: Vec::new(),
-            },
-        };
-        let Some(plan) = self.plan.as_ref() else {
-            return empty();
-        };
-        let kept = kept.min(plan.output_capacity);
-        let floats = |i: usize| -> Vec<f32> {
-            plan.outputs[i].host.as_slice()[..kept * 4]
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect()
-        };
-        let octave = plan.outputs[5].host.as_slice()[..kept * 4]
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Features {
-            width,
-            height,
-            keypoints: Keypoints {
-                x: floats(0),
-                y: floats(1),
-                size: floats(2),
-                angle: floats(3),
-                response: floats(4),
-                octave,
-            },
-            descriptors: Descriptors {
-                kind: DescriptorKind::Sift128U8,
-                data: plan.descriptors.host.as_slice()[..kept * DESCRIPTOR_BYTES].to_vec(),
-            },
-        }
     }
 }
 

@@ -7,19 +7,19 @@ use std::mem::size_of;
 
 use crate::config::SiftConfig;
 use crate::cuda::abi::{
-    BlurJob, SiftCounters, SiftOctave, SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN, SOURCE_FRAME,
-    SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, TILE_H, TILE_W,
+    BlurJob, SiftCounters, SiftOctave, BLUR_MAX_RADIUS, BLUR_MEDIUM_RADIUS, BLUR_NARROW_RADIUS,
+    SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN, SOURCE_FRAME, SOURCE_FRAME_UPSAMPLED,
+    SOURCE_PLANE, SOURCE_PLANE_HALVED, SUMMARY_WORDS, TILE_H, TILE_W,
 };
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
+use crate::spec::sift_descriptor;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-/// Widest Gaussian the blur kernel's shared tiles are sized for (radius in pixels).
-pub const MAX_RADIUS: usize = 32;
 /// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
-pub const BLUR_KERNEL_RADII: [usize; 3] = [8, 16, MAX_RADIUS];
+pub const BLUR_KERNEL_RADII: [usize; 3] = [BLUR_NARROW_RADIUS, BLUR_MEDIUM_RADIUS, BLUR_MAX_RADIUS];
 /// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
 /// the blur kernel for radii up to `kernel_radius` (tile, halos, a float4 of shift).
 const fn blur_row_stride(kernel_radius: usize) -> usize {
@@ -33,7 +33,8 @@ const TILE_SHAPES: [(usize, usize); 5] = [(64, 32), (32, 32), (32, 16), (16, 16)
 /// H200: from 80x60 or 120x67 on, one SM takes longer over the octaves than the tiled
 /// launches it replaces.
 const SMALL_OCTAVE_MAX_PIXELS: usize = 2048;
-pub const DESCRIPTOR_BYTES: usize = 128;
+/// A descriptor's bytes: one per value.
+pub const DESCRIPTOR_BYTES: usize = sift_descriptor::LENGTH;
 
 /// What the device gives a plan: the SMs its grids spread over (all, or `--sm-limit`;
 /// blur tiles are sized for them) and the shared memory one block may take.
@@ -147,11 +148,11 @@ impl Taps {
             .map(|&s| add(s))
             .collect();
         let max_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
-        if max_radius > MAX_RADIUS {
+        if max_radius > BLUR_MAX_RADIUS {
             return Err(Error::Config(ConfigError::Invalid {
                 name: "sift.sigma".into(),
                 reason: format!(
-                    "the CUDA backend blurs with radii up to {MAX_RADIUS} px; sigma {} with {n} \
+                    "the CUDA backend blurs with radii up to {BLUR_MAX_RADIUS} px; sigma {} with {n} \
                      layers per octave needs {max_radius}",
                     config.sigma
                 ),
@@ -213,9 +214,6 @@ pub struct Plan {
     pub descriptors: Staged,
 }
 
-/// `SUMMARY_*`: the entries of [`Plan::summary`].
-pub const SUMMARY_WORDS: usize = 5;
-
 impl Plan {
     pub fn new(
         ctx: &Arc<CudaContext>,
@@ -253,39 +251,27 @@ impl Plan {
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
             counters: buffer(size_of::<SiftCounters>())?,
-            candidates: [words(cand)?, words(cand)?, words(cand)?],
-            extrema: [
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-            ],
-            keypoints: [
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-                words(kp)?,
-            ],
+            candidates: several(|| words(cand))?,
+            extrema: several(|| words(kp))?,
+            keypoints: several(|| words(kp))?,
             ranks: words(3 * kp)?,
             duplicates: words(kp)?,
             summary: staged(SUMMARY_WORDS * 4)?,
-            outputs: [
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-                staged(out * 4)?,
-            ],
+            outputs: several(|| staged(out * 4))?,
             out_octave_layer: words(out)?,
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
         })
     }
+}
+
+/// `N` buffers of one size, each made by `make` (the arrays of per-item fields).
+fn several<T, const N: usize>(make: impl FnMut() -> Result<T>) -> Result<[T; N]> {
+    let made: Vec<T> = std::iter::repeat_with(make)
+        .take(N)
+        .collect::<Result<_>>()?;
+    Ok(made
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("repeat_with made {N}")))
 }
 
 /// Candidate, keypoint and output capacities of a `width` x `height` frame's plan.
@@ -756,7 +742,7 @@ mod tests {
     /// horizontal pass's float4 window.
     #[test]
     fn blur_shared_memory_holds_every_pass() {
-        for max_radius in 0..=MAX_RADIUS {
+        for max_radius in 0..=BLUR_MAX_RADIUS {
             let taps = Taps {
                 values: Vec::new(),
                 base: (0, max_radius),
@@ -768,7 +754,7 @@ mod tests {
                 let floats = bytes[kernel] as usize / size_of::<f32>();
                 let stride = blur_row_stride(kernel_radius);
                 let cols = (TILE_H + 2 * max_radius.min(kernel_radius)) * stride;
-                let exact = kernel_radius < MAX_RADIUS;
+                let exact = kernel_radius < BLUR_MAX_RADIUS;
                 for r in 0..=max_radius.min(kernel_radius) {
                     // Centre of output 0 and the widest tap of the kernel's copy.
                     let (centre, reach) = if exact {

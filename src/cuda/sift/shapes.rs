@@ -7,18 +7,24 @@ use std::ffi::c_int;
 
 use cudarc::driver::LaunchConfig;
 
-use crate::cuda::abi::{BLUR_THREADS, ORIENTATION_BINS, RANK_TILE, SMALL_THREADS};
+use crate::cuda::abi::{
+    BLUR_THREADS, DESCRIBE_VOTES, DESCRIPTOR_ORIENTATION_BINS, DESCRIPTOR_SPATIAL_BINS,
+    ORIENTATION_BINS, RANK_TILE, SMALL_THREADS,
+};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
 use crate::error::Result;
+use crate::spec::sift_descriptor;
 
 const WARP: u32 = 32;
 /// Shared floats: orientation, a histogram column per thread (rows padded by one), a
 /// histogram sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
-/// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values.
-const DESCRIBE_FLOATS_PER_WARP: usize = 8 * 200;
-const DESCRIBE_VALUES: usize = 128;
+/// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values
+/// (`KEYS` and `LENGTH` of kernels/sift/describe.cu).
+const DESCRIBE_FLOATS_PER_WARP: usize =
+    DESCRIBE_VOTES * (DESCRIPTOR_SPATIAL_BINS + 1).pow(2) * DESCRIPTOR_ORIENTATION_BINS;
+const DESCRIBE_VALUES: usize = sift_descriptor::LENGTH;
 /// Warps that share one keypoint in the orientation kernel, at most: beyond this most
 /// keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;

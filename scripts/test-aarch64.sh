@@ -4,8 +4,9 @@
 #     `cuda,dds`), the bundle (aarch64 NVRTC, sm_87 kernel cache) and the arm64 .deb;
 #  2. under qemu-aarch64: `extract` and `match` on the CPU backend write the same JSON as
 #     the x86-64 build, byte for byte; `--backend auto` falls back to the CPU with one
-#     log line; `kernels build --arch sm_87` with the aarch64 NVRTC compiles the cubins
-#     the x86-64 NVRTC compiled for the bundle, byte for byte;
+#     log line; `kernels build --arch sm_87` with the aarch64 NVRTC compiles the modules
+#     of the service's default into the cubins the x86-64 NVRTC compiled for the
+#     bundle, byte for byte, and finds the others (seeded from the bundle) cached;
 #  3. the .deb: its control data, files and conffiles (dpkg-deb), lintian, the systemd
 #     unit (systemd-analyze verify); then the packaged orbsift_node with the packaged
 #     parameter file, under qemu, answers the Cyclone DDS peer (tests/peer/orbsift_peer.py)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README.md, .ci/run): set up, then lint (Rust and the
 # Dockerfiles), build the CPU-only CLI, run every test, then build, install and launch
-# the r2r node against ROS 2 Jazzy from PyPI (scripts/test-ros.sh). Stops at the first failure.
+# the r2r node against ROS 2 Jazzy from PyPI (scripts/test-ros.sh), then cross-build the
+# Jetson (aarch64) binaries and arm64 package and run them under qemu-aarch64
+# (scripts/test-aarch64.sh). Stops at the first failure.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,3 +34,6 @@ cargo run --quiet --example match_pair -- tests/data/graf1.png tests/data/graf3.
 bash scripts/kernels-check.sh "${CARGO_TARGET_DIR:-target}/debug/orbsift"
 # The r2r transport built, linked, installed with colcon and launched against that prefix.
 bash scripts/test-ros.sh
+# The Jetson build (docs/deploy.md, Verification): aarch64 orbsift and orbsift_node and the
+# arm64 .deb, cross-built and run under qemu-aarch64, compared with the x86-64 orbsift above.
+bash scripts/test-aarch64.sh "${CARGO_TARGET_DIR:-target}/debug/orbsift"

@@ -90,15 +90,14 @@ impl Outputs for Recorder {
 }
 
 fn node(mode: MatchMode) -> Node {
+    node_with(mode, Box::new(ColumnExtractor))
+}
+
+fn node_with(mode: MatchMode, extractor: Box<dyn Extractor>) -> Node {
     let mut config = NodeConfig::default();
     config.matching.mode = mode;
     config.library.max_image_pixels = 64 * 64;
-    Node::with_backends(
-        "test_node",
-        config,
-        Box::new(ColumnExtractor),
-        Box::new(DiagonalMatcher),
-    )
+    Node::with_backends("test_node", config, extractor, Box::new(DiagonalMatcher))
 }
 
 fn image(camera: Camera, sec: i32, nanosec: u32, width: u32) -> Image {
@@ -432,21 +431,9 @@ impl Extractor for Overlapping {
     }
 }
 
-fn overlapping_node(mode: MatchMode, extractor: Overlapping) -> Node {
-    let mut config = NodeConfig::default();
-    config.matching.mode = mode;
-    config.library.max_image_pixels = 64 * 64;
-    Node::with_backends(
-        "test_node",
-        config,
-        Box::new(extractor),
-        Box::new(DiagonalMatcher),
-    )
-}
-
 #[test]
 fn frames_in_flight_are_published_in_order_with_their_own_headers() {
-    let mut node = overlapping_node(MatchMode::Temporal, Overlapping::default());
+    let mut node = node_with(MatchMode::Temporal, Box::new(Overlapping::default()));
     let out = Recorder::default();
     node.handle(frame(Camera::Mono, 1, 0, 16), &out);
     assert!(out.features.borrow().is_empty(), "frame 1 is in flight");
@@ -472,7 +459,7 @@ fn frames_in_flight_are_published_in_order_with_their_own_headers() {
 
 #[test]
 fn run_overlaps_only_frames_that_are_already_there_and_publishes_the_rest_at_once() {
-    let mut node = overlapping_node(MatchMode::Temporal, Overlapping::default());
+    let mut node = node_with(MatchMode::Temporal, Box::new(Overlapping::default()));
     let out = Recorder::default();
     let frames = |secs: std::ops::Range<i32>| {
         secs.map(|sec| Ok(Next::Frame(Box::new(frame(Camera::Mono, sec, 0, 16)))))
@@ -502,7 +489,7 @@ fn a_failed_submission_counts_every_frame_in_flight_as_failed() {
         fail_width: Some(24),
         ..Overlapping::default()
     };
-    let mut node = overlapping_node(MatchMode::None, extractor);
+    let mut node = node_with(MatchMode::None, Box::new(extractor));
     let out = Recorder::default();
     for (sec, width) in [(1, 16), (2, 24), (3, 16)] {
         node.handle(frame(Camera::Mono, sec, 0, width), &out);

@@ -104,16 +104,7 @@ impl RowCache {
         let last = src_row.len() - 1;
         let out = &mut self.rows[slot];
         out.resize(x_taps.first.len(), 0);
-        // Only x86-64 has a vector path that may take a first part of the row.
-        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            done = unsafe { interpolate_row_avx2(src_row, shuffles, out) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = shuffles;
+        let done = interpolate_row(src_row, shuffles, out);
         let taps = x_taps.first.iter().zip(&x_taps.second_weight).skip(done);
         for (o, (&first, &w1)) in out[done..].iter_mut().zip(taps) {
             let s = first as usize;
@@ -123,6 +114,34 @@ impl RowCache {
         }
         self.ids[slot] = Some(id);
     }
+}
+
+/// The horizontal taps of the row's first pixels, a [`ShuffleBlock`] (8 destination
+/// pixels) at a time, with AVX2 where the CPU has it; returns how many pixels of `out`
+/// it wrote.
+fn interpolate_row(src_row: &[u8], shuffles: &[ShuffleBlock], out: &mut [u16]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { interpolate_row_avx2(src_row, shuffles, out) };
+    }
+    interpolate_row_portable(src_row, shuffles, out)
+}
+
+/// [`interpolate_row_avx2`]'s sums a pixel at a time, for CPUs without AVX2 (Jetson's
+/// Arm cores among them).
+fn interpolate_row_portable(src_row: &[u8], shuffles: &[ShuffleBlock], out: &mut [u16]) -> usize {
+    let blocks = shuffles.len().min(out.len() / 8);
+    for (block, out) in shuffles[..blocks].iter().zip(out.chunks_exact_mut(8)) {
+        let src = &src_row[block.base as usize..][..16];
+        for (j, o) in out.iter_mut().enumerate() {
+            let tap =
+                |k: usize| i32::from(src[usize::from(block.pick[k])]) * i32::from(block.weights[k]);
+            // At most 255 * 256: exact in u16.
+            *o = (tap(2 * j) + tap(2 * j + 1)) as u16;
+        }
+    }
+    8 * blocks
 }
 
 /// The horizontal taps of one row, a [`ShuffleBlock`] (8 destination pixels) at a
@@ -243,6 +262,26 @@ mod tests {
         }
         for (sw, sh, dw, dh) in [(250, 20, 100, 8), (40, 12, 53, 16)] {
             resize_matches_the_formula(sw, sh, dw, dh);
+        }
+    }
+
+    #[test]
+    fn both_shuffle_paths_interpolate_as_the_taps_say() {
+        let (sw, dw) = (1920, 1600);
+        let row: Vec<u8> = (0..sw).map(|i| (i * 7919 % 251) as u8).collect();
+        let taps = resize_taps(sw, dw);
+        let blocks = ShuffleBlock::leading(&taps, sw);
+        let (mut fast, mut portable) = (vec![0u16; dw], vec![0u16; dw]);
+        let done = interpolate_row(&row, &blocks, &mut fast);
+        assert_eq!(interpolate_row_portable(&row, &blocks, &mut portable), done);
+        for x in 0..done {
+            let (s, w1) = (taps.first[x] as usize, u32::from(taps.second_weight[x]));
+            let expect = (256 - w1) * u32::from(row[s]) + w1 * u32::from(row[(s + 1).min(sw - 1)]);
+            assert_eq!(
+                (u32::from(fast[x]), u32::from(portable[x])),
+                (expect, expect),
+                "at {x}"
+            );
         }
     }
 

@@ -1,15 +1,53 @@
-// What the SIFT blur kernels share (kernels/sift/pyramid.cu, the tiled levels, and
-// kernels/sift/small_octaves.cu, the small octaves in one block): the job table, the
-// walk of a block's threads over a 2-D grid of items, and the rounding of one tap, so
-// a level is the same float for float whichever kernel made it.
+// What the SIFT blur kernels share (kernels/sift/pyramid.cu and levels.cu, the big
+// octaves' levels in tiles, and kernels/sift/small_octaves.cu, the small octaves in one
+// block): the job tables, the walk of a block's threads over a 2-D grid of items, and
+// the rounding of one tap.
 #pragma once
 
 #include "common/abi.cuh"
 
 // Where a job's input level comes from: SOURCE_PLANE, SOURCE_PLANE_HALVED, SOURCE_FRAME
 // or SOURCE_FRAME_UPSAMPLED, -D defines from src/cuda/abi.rs (which says what each is).
+// MAX_STEP_LEVELS is a -D define from there too.
 
 // Mirrored in src/cuda/abi.rs: change both together (the ABI_ checks below tell a mismatch).
+// Up to MAX_STEP_LEVELS levels of a big octave from one load of one source, over the
+// tiles of one launch: several (kernels/sift/levels.cu), or one from the level below
+// (kernels/sift/pyramid.cu).
+struct LevelsJob {
+    int source;
+    int src_offset;              // first float of the source plane (plane sources)
+    int src_width, src_height;   // the source plane or frame
+    int width, height;           // the levels made
+    int halo;                    // the widest radius of its levels
+    int n_levels;
+    int tiles_x;
+    int tile_start;              // first tile of this job among the launch's tiles
+    int tile_w, tile_h;          // at most TILE_W x TILE_H
+    int taps[MAX_STEP_LEVELS];   // first tap of level k's Gaussian; -1: the source itself
+    int radius[MAX_STEP_LEVELS];
+    int gauss_out[MAX_STEP_LEVELS];  // first float of level k, -1: not stored
+    int dog_out[MAX_STEP_LEVELS];    // first float of level k - level k-1 (k >= 1), -1: none
+};
+ABI_SIZE(LevelsJob, 112);
+ABI_OFFSET(LevelsJob, source, 0);
+ABI_OFFSET(LevelsJob, src_offset, 4);
+ABI_OFFSET(LevelsJob, src_width, 8);
+ABI_OFFSET(LevelsJob, src_height, 12);
+ABI_OFFSET(LevelsJob, width, 16);
+ABI_OFFSET(LevelsJob, height, 20);
+ABI_OFFSET(LevelsJob, halo, 24);
+ABI_OFFSET(LevelsJob, n_levels, 28);
+ABI_OFFSET(LevelsJob, tiles_x, 32);
+ABI_OFFSET(LevelsJob, tile_start, 36);
+ABI_OFFSET(LevelsJob, tile_w, 40);
+ABI_OFFSET(LevelsJob, tile_h, 44);
+ABI_OFFSET(LevelsJob, taps, 48);
+ABI_OFFSET(LevelsJob, radius, 64);
+ABI_OFFSET(LevelsJob, gauss_out, 80);
+ABI_OFFSET(LevelsJob, dog_out, 96);
+
+// One level of a small octave blurred from the level below (kernels/sift/small_octaves.cu).
 struct BlurJob {
     int source;
     int src_offset;              // first float of the source plane (plane sources)
@@ -19,11 +57,8 @@ struct BlurJob {
     int dog_out;                 // first float of the DoG plane (output - input), -1: none
     int taps;                    // first tap of the kernel in the tap table
     int radius;
-    int tiles_x;
-    int tile_start;              // first tile of this job among the launch's tiles
-    int tile_w, tile_h;          // pyramid.cu's tile (at most TILE_W x TILE_H)
 };
-ABI_SIZE(BlurJob, 56);
+ABI_SIZE(BlurJob, 40);
 ABI_OFFSET(BlurJob, source, 0);
 ABI_OFFSET(BlurJob, src_offset, 4);
 ABI_OFFSET(BlurJob, src_width, 8);
@@ -34,10 +69,6 @@ ABI_OFFSET(BlurJob, gauss_out, 24);
 ABI_OFFSET(BlurJob, dog_out, 28);
 ABI_OFFSET(BlurJob, taps, 32);
 ABI_OFFSET(BlurJob, radius, 36);
-ABI_OFFSET(BlurJob, tiles_x, 40);
-ABI_OFFSET(BlurJob, tile_start, 44);
-ABI_OFFSET(BlurJob, tile_w, 48);
-ABI_OFFSET(BlurJob, tile_h, 52);
 
 // Calls body(minor, major) for every item of a minor_count x major_count grid, the
 // block's threads blockDim.x items apart, consecutive threads on consecutive minors,

@@ -1,5 +1,7 @@
-// The SIFT scale space (docs/sift-reference.md section 1): each launch makes one
-// Gaussian level of one or more octaves and, fused, its difference of Gaussians.
+// The SIFT scale space of the octaves that fill the GPU many times over
+// (docs/sift-reference.md section 1): each launch makes one Gaussian level of one or
+// more octaves and, fused, its difference of Gaussians. Smaller octaves make several
+// levels a launch (kernels/sift/levels.cu).
 //
 // A block blurs a tile (64x32 for big octaves, down to 16x8 so that a small octave
 // still spreads over every SM; the host picks the shape per octave): it loads the
@@ -18,108 +20,27 @@
 // of o exists), so one launch may carry a job of each of two octaves.
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
+#include "common/blur_tiles.cuh"
 
 // TILE_W x TILE_H, the largest tile (the shared arrays are sized for it),
 // BLUR_THREADS and the three kernels' radii (BLUR_NARROW_RADIUS, BLUR_MEDIUM_RADIUS,
 // BLUR_MAX_RADIUS) are -D defines from src/cuda/abi.rs.
 
-// One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
-// `upsample_2x`): destination d samples (d + 0.5) / 2 - 0.5, replicated border.
-__device__ __forceinline__ void upsample_taps(int d, int n, int& i0, int& i1, float& frac) {
-    float f = ((float)d + 0.5f) * 0.5f - 0.5f;
-    float fl = floorf(f);
-    int i = (int)fl;
-    if (i < 0) {
-        i0 = 0; i1 = 0; frac = 0.f;
-    } else if (i >= n - 1) {
-        i0 = n - 1; i1 = n - 1; frac = 0.f;
-    } else {
-        i0 = i; i1 = i + 1; frac = f - fl;
-    }
-}
+// The level a job of this kernel makes: the last level of a `LevelsJob` of one blurred
+// level (its source, or octave 0's frame, before it), as one tile grid.
+struct TiledLevel {
+    int source, src_offset, src_width, src_height;
+    int width, height;
+    int gauss_out, dog_out, taps, radius;
+    int tiles_x, tile_start, tile_w, tile_h;
+};
 
-__device__ __forceinline__ float source_value(
-    const BlurJob& job, const unsigned char* frame, const float* pyramid, int x, int y) {
-    switch (job.source) {
-    case SOURCE_PLANE:
-        return pyramid[job.src_offset + y * job.width + x];
-    case SOURCE_PLANE_HALVED:
-        return pyramid[job.src_offset + (2 * y) * job.src_width + 2 * x];
-    case SOURCE_FRAME:
-        return (float)frame[y * job.src_width + x];
-    default: {
-        int x0, x1, y0, y1;
-        float fx, fy;
-        upsample_taps(x, job.src_width, x0, x1, fx);
-        upsample_taps(y, job.src_height, y0, y1, fy);
-        const unsigned char* r0 = frame + y0 * job.src_width;
-        const unsigned char* r1 = frame + y1 * job.src_width;
-        float top = (float)r0[x0] * (1.f - fx) + (float)r0[x1] * fx;
-        float bottom = (float)r1[x0] * (1.f - fx) + (float)r1[x1] * fx;
-        return top * (1.f - fy) + bottom * fy;
-    }
-    }
+__device__ __forceinline__ TiledLevel tiled_level(const LevelsJob& job) {
+    const int k = job.n_levels - 1;
+    return {job.source, job.src_offset, job.src_width, job.src_height, job.width, job.height,
+            job.gauss_out[k], job.dog_out[k], job.taps[k], job.radius[k], job.tiles_x,
+            job.tile_start, job.tile_w, job.tile_h};
 }
-
-// The load of a tile away from the borders (most of a big octave's tiles), a warp per
-// row and its lanes along the row (coalesced): each thread issues the loads of
-// LOAD_ROWS rows before its first store to shared memory, so up to LOAD_ROWS x
-// (row span / 32) loads are in flight per thread instead of one (the big octaves'
-// stages waited on load latency, not bandwidth). `source` is the tile's first
-// element; a row is `pitch` elements below the one above it, a column `step` right.
-template <int MAXR, int LOAD_ROWS, typename T>
-__device__ __forceinline__ void load_interior(const T* source, int pitch, int step, float* input,
-                                              int stride, int span_x, int span_y) {
-    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
-    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    for (int row0 = (threadIdx.x >> 5) * LOAD_ROWS; row0 < span_y; row0 += warps * LOAD_ROWS) {
-        float v[LOAD_ROWS][COLS];
-#pragma unroll
-        for (int i = 0; i < LOAD_ROWS; ++i) {
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) {
-                const int ry = row0 + i, rx = lane + 32 * c;
-                if (ry < span_y && rx < span_x) v[i][c] = (float)source[ry * pitch + rx * step];
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < LOAD_ROWS; ++i) {
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) {
-                const int ry = row0 + i, rx = lane + 32 * c;
-                if (ry < span_y && rx < span_x) input[ry * stride + rx] = v[i][c];
-            }
-        }
-    }
-}
-
-#if __CUDA_ARCH__ >= 800
-// The same load from a float plane as asynchronous copies straight into shared
-// memory (cp.async, sm_80 and later): every element of the tile is in flight at once
-// and none passes through a register, so the register-capped kernels do not spill
-// for it. Returns once this thread's copies have landed; the caller's barrier
-// publishes them to the block.
-template <int MAXR>
-__device__ __forceinline__ void copy_interior_async(const float* source, int pitch, int step,
-                                                    float* input, int stride, int span_x,
-                                                    int span_y) {
-    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
-    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
-    for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {
-#pragma unroll
-        for (int c = 0; c < COLS; ++c) {
-            const int rx = lane + 32 * c;
-            if (rx < span_x)
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
-                                 shared_input + 4u * (unsigned)(ry * stride + rx)),
-                             "l"(source + ry * pitch + rx * step)
-                             : "memory");
-        }
-    }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
-#endif
 
 // The two passes over one tile already in shared memory, vertical first: the vertical
 // pass blurs the th rows of the tw + 2 r columns the horizontal pass reads (a 64x32 tile
@@ -138,20 +59,11 @@ __device__ __forceinline__ void copy_interior_async(const float* source, int pit
 // RT = C = MAXR and predicates taps and loads on r (only unusual sigmas reach it).
 #define RUN 4
 
-// Shared row stride, in floats, of the kernel for radii up to MAXR: the widest tile, both
-// halos and the shift, a multiple of 4 (float4 rows). Mirrors `blur_row_stride` in
-// src/cuda/sift/plan.rs.
-__host__ __device__ constexpr int blur_row_stride(int maxr) { return TILE_W + 2 * maxr + 4; }
-
-__device__ __forceinline__ float lane_of(const float4& v, int e) {
-    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
-}
-
 // The vertical pass: item = (quad of columns, run of ROWS rows) of the columns
 // 0 .. C + r + tw of the shifted layout. Output row y sums input rows y .. y + 2 r; input
 // row t of the stream is row y + t - (RT - r), tap k = t - q - RT for output row y + q.
 template <int MAXR, int RT, int C, bool EXACT, int ROWS>
-__device__ __forceinline__ void vertical_pass(const BlurJob& job, int r, const float (&w)[RT + 1],
+__device__ __forceinline__ void vertical_pass(const TiledLevel& job, int r, const float (&w)[RT + 1],
                                               const float* input, float* cols) {
     constexpr int S = blur_row_stride(MAXR);
     for_each_item((job.tile_w + C + r + 3) >> 2, job.tile_h / ROWS, [&](int quad, int run) {
@@ -181,7 +93,7 @@ __device__ __forceinline__ void vertical_pass(const BlurJob& job, int r, const f
 // float (the layout's column 0).
 template <int MAXR, int RT, int C, bool EXACT>
 __device__ __forceinline__ void blur_tile(
-    const BlurJob& job, int r, const float* __restrict__ taps, const float* input, float* cols,
+    const TiledLevel& job, int r, const float* __restrict__ taps, const float* input, float* cols,
     float* pyramid, int x0, int y0) {
     constexpr int S = blur_row_stride(MAXR);
     const int tw = job.tile_w, th = job.tile_h;
@@ -252,38 +164,12 @@ __host__ __device__ constexpr int exact_centre(int r) { return (r + 3) & ~3; }
 // per radius; the branch is uniform per tile.
 template <int MAXR, int R>
 __device__ __forceinline__ void blur_tile_exact(
-    const BlurJob& job, const float* __restrict__ w, const float* input, float* cols,
+    const TiledLevel& job, const float* __restrict__ w, const float* input, float* cols,
     float* pyramid, int x0, int y0) {
     if (job.radius == R)
         blur_tile<MAXR, R, exact_centre(R), true>(job, R, w, input, cols, pyramid, x0, y0);
     else if constexpr (R > 0)
         blur_tile_exact<MAXR, R - 1>(job, w, input, cols, pyramid, x0, y0);
-}
-
-// A float plane's tile as whole quads of columns: the shifted layout puts shared column p
-// at image column x0 - C + p, a multiple of 4, so the quads of a plane whose rows start
-// 16-byte aligned land on aligned shared quads: a quarter of the copies (and of their
-// address arithmetic) of `copy_interior_async`. `source`: the plane at the tile's first
-// quad, `pitch` floats a row. Returns once this thread's copies have landed; the caller's
-// barrier publishes them to the block.
-template <int S>
-__device__ __forceinline__ void load_quads(const float* source, int pitch, float* input, int quads,
-                                           int rows) {
-#if __CUDA_ARCH__ >= 800
-    const unsigned shared_input = (unsigned)__cvta_generic_to_shared(input);
-    for_each_item(quads, rows, [&](int quad, int row) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                         shared_input + 16u * (unsigned)(row * (S / 4) + quad)),
-                     "l"(source + row * pitch + 4 * quad)
-                     : "memory");
-    });
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#else
-    for_each_item(quads, rows, [&](int quad, int row) {
-        reinterpret_cast<float4*>(input)[row * (S / 4) + quad] =
-            __ldg(reinterpret_cast<const float4*>(source + row * pitch) + quad);
-    });
-#endif
 }
 
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
@@ -294,7 +180,7 @@ __device__ __forceinline__ void load_quads(const float* source, int pitch, float
 // radius-32 kernel: 33 copies of it would mostly add compile time).
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
-    const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
+    const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
     constexpr int S = blur_row_stride(MAXR);
     extern __shared__ float4 shared4[];  // float4: the passes' 16-byte accesses are aligned
@@ -303,7 +189,7 @@ __device__ __forceinline__ void blur_dog_stage(
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
         int j = 0;
         while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
-        const BlurJob job = jobs[j];
+        const TiledLevel job = tiled_level(jobs[j]);
         const int r = job.radius, tw = job.tile_w, th = job.tile_h;
         const int span_x = tw + 2 * r, span_y = th + 2 * r;
         // Column 0 of the tile's input in the passes' shifted layout.
@@ -364,7 +250,7 @@ __device__ __forceinline__ void blur_dog_stage(
 // (the radius-16 kernel's predicated version took 122 registers).
 #define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
-        const BlurJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,          \
+        const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,        \
         const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
         blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(jobs, n_jobs, total_tiles, max_radius, frame,     \
                                                pyramid, taps);                                  \

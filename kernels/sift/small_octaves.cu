@@ -2,17 +2,17 @@
 //
 // From the first octave of at most ~2000 pixels (60x33 at 1080p) to the last, a level
 // is too small to spread over the GPU: as tiled launches (kernels/sift/pyramid.cu)
-// each is one to a few tiles whose time is latency, nine of them in a chain at 1080p.
+// each octave is two dependent launches of one to a few tiles whose time is latency.
 // Here one block makes them all, level after level, with the current level kept in
 // shared memory; it runs on a side branch of the frame's graph, beside the bigger
 // octaves' last levels.
 //
-// The jobs are pyramid.cu's `BlurJob`s of these octaves, octave after octave, level
-// after level: level 1 of an octave reads every second pixel of level n of the octave
-// before (from global memory, where this block or the tiled launches wrote it), every
-// later level the level just made. Each job writes its Gaussian (when stored) and its
-// DoG, and every value is pyramid.cu's: the same passes (columns first), the same taps
-// in the same order with the same roundings (`add_tap`).
+// The jobs (`BlurJob`) are these octaves' levels, octave after octave, level after
+// level: level 1 of an octave reads every second pixel of level n of the octave before
+// (from global memory, where this block or the tiled launches wrote it), every later
+// level the level just made, blurred from it as the CPU reference does. Each job writes
+// its Gaussian (when stored) and its DoG; the passes are pyramid.cu's (columns first,
+// taps left to right with the same roundings, `add_tap`).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 

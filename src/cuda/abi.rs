@@ -94,12 +94,17 @@ pub const TILE_W: usize = 64;
 pub const TILE_H: usize = 32;
 /// Threads of a SIFT blur block.
 pub const BLUR_THREADS: u32 = 256;
-/// The radii the blur kernels `sift_blur_dog_r8`, `_r16` and `_r32` are compiled for:
-/// each holds the window of a Gaussian up to its radius in registers.
+/// The radii the level-by-level kernels `sift_blur_dog_r8`, `_r16` and `_r32` are
+/// compiled for: each holds the window of a Gaussian up to its radius in registers.
 pub const BLUR_NARROW_RADIUS: usize = 8;
 pub const BLUR_MEDIUM_RADIUS: usize = 16;
 /// The widest Gaussian the SIFT pyramid blurs with (the widest kernel's radius).
 pub const BLUR_MAX_RADIUS: usize = 32;
+/// The halo `sift_levels_r24` is compiled for; `sift_levels_r32` takes wider ones. The
+/// default pipeline's steps reach radius 22 (`cuda::sift::steps`).
+pub const STEP_RADIUS: usize = 24;
+/// Levels one `LevelsJob` makes from one load of its source, the source included.
+pub const MAX_STEP_LEVELS: usize = 4;
 /// Threads of the one `sift_small_octaves` block.
 pub const SMALL_THREADS: u32 = 1024;
 /// Outputs per thread and pass of `sift_small_octaves`.
@@ -120,7 +125,8 @@ pub const DESCRIBE_VOTES: usize = 8;
 /// Words `sift_place` writes to the summary the host reads back: the kept count, then
 /// the first four [`SiftCounters`].
 pub const SUMMARY_WORDS: usize = 5;
-/// Where a SIFT blur job's input level comes from (`BlurJob::source`): a float plane
+/// Where a SIFT blur job's input level comes from (`LevelsJob::source`,
+/// `BlurJob::source`): a float plane
 /// of the output's size, every second pixel of a plane twice as large, the u8 frame,
 /// the frame upsampled 2x bilinearly.
 pub const SOURCE_PLANE: i32 = 0;
@@ -137,6 +143,8 @@ pub const SIFT_DEFINES: &[Define] = &[
     define!(BLUR_NARROW_RADIUS),
     define!(BLUR_MEDIUM_RADIUS),
     define!(BLUR_MAX_RADIUS),
+    define!(STEP_RADIUS),
+    define!(MAX_STEP_LEVELS),
     define!(SMALL_THREADS),
     define!(SMALL_RUN),
     define!(SMALL_MAX_RADIUS),
@@ -212,7 +220,36 @@ pub struct SiftOctave {
     pub dog: i32,
 }
 
-/// One level a SIFT blur kernel makes (`BlurJob`, kernels/common/blur_jobs.cuh).
+/// Levels of a big SIFT octave made from one load of one source, over the tiles of one
+/// launch (`LevelsJob`, kernels/common/blur_jobs.cuh): several (`sift_levels_*`), or one
+/// from the level below (`sift_blur_dog_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LevelsJob {
+    pub source: i32,
+    pub src_offset: i32,
+    pub src_width: i32,
+    pub src_height: i32,
+    pub width: i32,
+    pub height: i32,
+    /// The widest radius of its levels.
+    pub halo: i32,
+    pub n_levels: i32,
+    pub tiles_x: i32,
+    pub tile_start: i32,
+    pub tile_w: i32,
+    pub tile_h: i32,
+    /// First tap of each level's Gaussian from the source; -1: the source itself.
+    pub taps: [i32; MAX_STEP_LEVELS],
+    pub radius: [i32; MAX_STEP_LEVELS],
+    /// First float of each level, -1: not stored.
+    pub gauss_out: [i32; MAX_STEP_LEVELS],
+    /// First float of level k - level k-1 (k >= 1), -1: none.
+    pub dog_out: [i32; MAX_STEP_LEVELS],
+}
+
+/// One level of a small SIFT octave blurred from the level below (`BlurJob`,
+/// kernels/common/blur_jobs.cuh).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BlurJob {
@@ -226,10 +263,6 @@ pub struct BlurJob {
     pub dog_out: i32,
     pub taps: i32,
     pub radius: i32,
-    pub tiles_x: i32,
-    pub tile_start: i32,
-    pub tile_w: i32,
-    pub tile_h: i32,
 }
 
 /// The SIFT pipeline's counters, zeroed each frame (`SiftCounters`,
@@ -330,10 +363,24 @@ mod tests {
                 dog_out,
                 taps,
                 radius,
+            }),
+            layout!(LevelsJob {
+                source,
+                src_offset,
+                src_width,
+                src_height,
+                width,
+                height,
+                halo,
+                n_levels,
                 tiles_x,
                 tile_start,
                 tile_w,
                 tile_h,
+                taps,
+                radius,
+                gauss_out,
+                dog_out,
             }),
         ]
     }

@@ -46,7 +46,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 14] = [
+pub const HEADERS: [(&str, &str); 15] = [
     kernel_file!("common/abi.cuh"),
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
@@ -61,6 +61,7 @@ pub const HEADERS: [(&str, &str); 14] = [
     kernel_file!("common/block_queue.cuh"),
     kernel_file!("common/gradient.cuh"),
     kernel_file!("common/blur_jobs.cuh"),
+    kernel_file!("common/blur_tiles.cuh"),
 ];
 
 const fn module(
@@ -82,7 +83,7 @@ const fn module(
 /// SIFT's float kernels contract multiply-adds: their parity with the CPU is a tolerance
 /// (0.05 px, 1 % descriptor L2: tests/cuda_sift.rs), and separate FMUL + FADD cost the
 /// blur a third more instructions.
-pub const MODULES: [KernelModule; 14] = [
+pub const MODULES: [KernelModule; 15] = [
     // Integer arithmetic, bit-identical with the CPU conversion.
     module("image_gray", kernel_file!("image/gray.cu"), Exact, &[]),
     module(
@@ -120,6 +121,12 @@ pub const MODULES: [KernelModule; 14] = [
     module(
         "sift_pyramid",
         kernel_file!("sift/pyramid.cu"),
+        Contracted,
+        SIFT_DEFINES,
+    ),
+    module(
+        "sift_levels",
+        kernel_file!("sift/levels.cu"),
         Contracted,
         SIFT_DEFINES,
     ),

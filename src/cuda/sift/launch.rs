@@ -12,11 +12,11 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::SiftConfig;
-use crate::cuda::abi::{BlurJob, SiftCounters};
+use crate::cuda::abi::{LevelsJob, SiftCounters};
 use crate::cuda::branch::Branch;
 use crate::cuda::kernel::KernelArgs;
-use crate::cuda::sift::plan::{BlurStage, Plan};
-use crate::cuda::sift::shapes::Kernels;
+use crate::cuda::sift::plan::{JobLaunch, Plan, Taps};
+use crate::cuda::sift::shapes::{Kernels, Launch};
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
 
@@ -125,11 +125,13 @@ impl KeypointArrays {
     }
 }
 
-/// `sift_blur_dog_r8`, `_r16`, `_r32` (kernels/sift/pyramid.cu).
-pub struct BlurArgs {
+/// `sift_blur_dog_*` (kernels/sift/pyramid.cu) and `sift_levels_*`
+/// (kernels/sift/levels.cu), which take the same parameters.
+pub struct TiledArgs {
     pub jobs: CUdeviceptr,
     pub n_jobs: i32,
     pub total_tiles: i32,
+    /// The widest radius the kernel's shared memory was sized for.
     pub max_radius: i32,
     pub frame: CUdeviceptr,
     pub pyramid: CUdeviceptr,
@@ -252,23 +254,27 @@ pub struct DescribeArgs {
 /// table uploaded with it), sized for the capacities and tables the kernel is given,
 /// and stays alive until the stream has run the kernel.
 impl Kernels {
-    /// The blur of `stage`, with the kernel whose register window holds its radius.
-    pub unsafe fn blur(&self, stream: &CudaStream, stage: &BlurStage, a: &BlurArgs) -> Result<()> {
-        let blur = self.blur_for(stage);
-        // SAFETY: the arguments follow the blur kernels' parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe {
-            blur.kernel
-                .args(stream)
-                .arg(&a.jobs)
-                .arg(&a.n_jobs)
-                .arg(&a.total_tiles)
-                .arg(&a.max_radius)
-                .arg(&a.frame)
-                .arg(&a.pyramid)
-                .arg(&a.taps)
-                .launch(blur.config(stage.tiles))
-        }
+    /// A stage's chained jobs, with the level-by-level kernel whose register window
+    /// holds their radius.
+    pub unsafe fn blur(
+        &self,
+        stream: &CudaStream,
+        launch: &JobLaunch,
+        a: &TiledArgs,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { tiled(self.blur_for(launch), stream, launch, a) }
+    }
+
+    /// A stage's stepped jobs, with the step kernel whose register window holds their halo.
+    pub unsafe fn levels(
+        &self,
+        stream: &CudaStream,
+        launch: &JobLaunch,
+        a: &TiledArgs,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { tiled(self.levels_for(launch), stream, launch, a) }
     }
 
     pub unsafe fn small_octaves(
@@ -470,13 +476,37 @@ impl Views {
     }
 }
 
+/// A launch of a tiled blur kernel over `launch`'s jobs.
+unsafe fn tiled(
+    kernel: &Launch,
+    stream: &CudaStream,
+    launch: &JobLaunch,
+    a: &TiledArgs,
+) -> Result<()> {
+    // SAFETY: the arguments follow the tiled kernels' parameters in order and type; the
+    // caller vouches for the pointers.
+    unsafe {
+        kernel
+            .kernel
+            .args(stream)
+            .arg(&a.jobs)
+            .arg(&a.n_jobs)
+            .arg(&a.total_tiles)
+            .arg(&a.max_radius)
+            .arg(&a.frame)
+            .arg(&a.pyramid)
+            .arg(&a.taps)
+            .launch(kernel.config(launch.tiles))
+    }
+}
+
 pub fn enqueue(
     stream: &CudaStream,
     branch: &Branch,
     k: &Kernels,
     config: &SiftConfig,
     plan: &Plan,
-    max_radius: i32,
+    taps: &Taps,
 ) -> Result<()> {
     let n_layers = config.n_octave_layers as i32;
     let first_octave = if config.upscale { -1i32 } else { 0 };
@@ -486,7 +516,7 @@ pub fn enqueue(
     let kp_capacity = plan.keypoint_capacity as i32;
     let v = Views::of(plan);
     let (pyramid, octaves) = (plan.pyramid.ptr, plan.octave_table.ptr);
-    let job_table = |first: usize| plan.jobs.ptr + (first * size_of::<BlurJob>()) as u64;
+    let job_table = |first: usize| plan.jobs.ptr + (first * size_of::<LevelsJob>()) as u64;
 
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
@@ -498,22 +528,27 @@ pub fn enqueue(
     // built for this plan's size.
     unsafe {
         for (s, stage) in plan.stages.iter().enumerate() {
-            let args = BlurArgs {
-                jobs: job_table(stage.first_job),
-                n_jobs: stage.n_jobs,
-                total_tiles: stage.tiles as i32,
-                max_radius,
+            let args = |launch: &JobLaunch, max_radius: usize| TiledArgs {
+                jobs: job_table(launch.first_job),
+                n_jobs: launch.n_jobs,
+                total_tiles: launch.tiles as i32,
+                max_radius: max_radius as i32,
                 frame: plan.frame.ptr,
                 pyramid,
                 taps: plan.taps.ptr,
             };
-            k.blur(stream, stage, &args)?;
+            if let Some(launch) = &stage.chained {
+                k.blur(stream, launch, &args(launch, taps.chain_radius))?;
+            }
+            if let Some(launch) = &stage.stepped {
+                k.levels(stream, launch, &args(launch, taps.step_halo))?;
+            }
             // The small octaves start from the level this stage made, and run in one
             // block beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
             if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
                 let args = SmallOctavesArgs {
-                    jobs: job_table(small.first_job),
+                    jobs: plan.small_jobs.ptr,
                     n_jobs: small.n_jobs,
                     max_width: small.max_width,
                     max_height: small.max_height,

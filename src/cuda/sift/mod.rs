@@ -18,6 +18,7 @@ mod consecutive;
 mod launch;
 mod plan;
 mod shapes;
+mod steps;
 
 pub use plan::{DeviceLimits, PlanBytes};
 
@@ -71,7 +72,7 @@ impl CudaSiftExtractor {
         let taps = Taps::new(&config)?;
         let gpu = Gpu::open(0, sm_limit)?;
         let unified = gpu.uses_unified(memory);
-        let kernels = Kernels::load(&gpu, taps.blur_shared_bytes())?;
+        let kernels = Kernels::load(&gpu, taps.blur_shared_bytes(), taps.step_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
         let clock = FrameClock::new(&gpu)?;
         let branch = Branch::new(&gpu)?;
@@ -135,7 +136,7 @@ impl CudaSiftExtractor {
             &self.kernels,
             &self.config,
             plan,
-            self.taps.max_radius as i32,
+            &self.taps,
         )
     }
 

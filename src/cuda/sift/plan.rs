@@ -7,19 +7,23 @@ use std::mem::size_of;
 
 use crate::config::SiftConfig;
 use crate::cuda::abi::{
-    BlurJob, SiftCounters, SiftOctave, BLUR_MAX_RADIUS, BLUR_MEDIUM_RADIUS, BLUR_NARROW_RADIUS,
-    SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN, SOURCE_FRAME, SOURCE_FRAME_UPSAMPLED,
-    SOURCE_PLANE, SOURCE_PLANE_HALVED, SUMMARY_WORDS, TILE_H, TILE_W,
+    BlurJob, LevelsJob, SiftCounters, SiftOctave, BLUR_MAX_RADIUS, BLUR_MEDIUM_RADIUS,
+    BLUR_NARROW_RADIUS, MAX_STEP_LEVELS, SIFT_MAX_OCTAVES, SMALL_MAX_RADIUS, SMALL_RUN,
+    SOURCE_FRAME, SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, STEP_RADIUS,
+    SUMMARY_WORDS, TILE_H, TILE_W,
 };
 use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::sift::steps::{chained_steps, octave_steps, Step};
 use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use crate::spec::sift_descriptor;
 use cudarc::driver::CudaContext;
 use std::sync::Arc;
 
-/// The radii the blur kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
+/// The radii the level-by-level kernels `sift_blur_dog_r8`, `_r16`, `_r32` hold.
 pub const BLUR_KERNEL_RADII: [usize; 3] = [BLUR_NARROW_RADIUS, BLUR_MEDIUM_RADIUS, BLUR_MAX_RADIUS];
+/// The halos the step kernels `sift_levels_r24`, `_r32` hold.
+pub const STEP_KERNEL_RADII: [usize; 2] = [STEP_RADIUS, BLUR_MAX_RADIUS];
 /// `blur_row_stride` of kernels/sift/pyramid.cu: the shared row stride, in floats, of
 /// the blur kernel for radii up to `kernel_radius` (tile, halos, a float4 of shift).
 const fn blur_row_stride(kernel_radius: usize) -> usize {
@@ -44,11 +48,10 @@ pub struct DeviceLimits {
     pub shared_per_block: usize,
 }
 
-/// The octaves made by `sift_small_octaves` in one block: `n_jobs` jobs from
-/// `first_job` of the job table, in order, on a side branch of the frame's graph.
+/// The octaves made by `sift_small_octaves` in one block: the `n_jobs` jobs of
+/// [`Plan::small_jobs`], in order, on a side branch of the frame's graph.
 #[derive(Clone, Copy, Debug)]
 pub struct SmallOctaves {
-    pub first_job: usize,
     pub n_jobs: i32,
     /// Index of the first of them in the octave table.
     pub first_octave: i32,
@@ -59,7 +62,7 @@ pub struct SmallOctaves {
     /// Floats of the tap table, which the block copies to shared memory.
     pub n_taps: i32,
     pub shared_bytes: u32,
-    /// The blur stage that makes the level they start from (level n of the octave
+    /// The launch that makes the level they start from (level n of the octave
     /// before): the side branch forks after it.
     pub after_stage: usize,
 }
@@ -107,14 +110,23 @@ fn first_small_octave(
         .unwrap_or(octaves.len())
 }
 
-/// One launch of the blur kernel: `n_jobs` jobs from `first_job` of the job table.
+/// One launch over `n_jobs` jobs from `first_job` of the job table.
 #[derive(Clone, Copy, Debug)]
-pub struct BlurStage {
+pub struct JobLaunch {
     pub first_job: usize,
     pub n_jobs: i32,
     pub tiles: u32,
-    /// The widest of its jobs' kernels: picks the blur kernel's register window.
+    /// The widest radius of its jobs' kernels: picks the kernel's register window.
     pub max_radius: usize,
+}
+
+/// The launches of one stage of the big octaves' blur, one after the other: its jobs of
+/// one level from the level below (`sift_blur_dog_*`), and its steps of several levels
+/// from one source (`sift_levels_*`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlurStage {
+    pub chained: Option<JobLaunch>,
+    pub stepped: Option<JobLaunch>,
 }
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
@@ -122,64 +134,129 @@ pub fn to_i32(value: usize, what: &str) -> Result<i32> {
         .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
 }
 
-/// The Gaussian kernels of the pipeline: the base blur, then layers 1..n+3.
+/// Octaves of at most this many pixels make their levels in steps of several from one
+/// source; bigger ones level by level, each from the level below. A step's level blurs
+/// its source with the chain's kernels convolved, wider than the one blur from the level
+/// below: where an octave fills the GPU many times over, the extra taps cost more than
+/// the launches they save (H200: a 3840x2160 octave in steps took ~80 us more a frame,
+/// and on 8 SMs (`--sm-limit 8`) 1920x1080 octaves did too). The choice does not depend
+/// on the SMs, so that a frame gives the same features whatever `--sm-limit`.
+const STEPPED_OCTAVE_MAX_PIXELS: usize = 1 << 20;
+
+/// An octave's levels both ways: `stepped` up to [`MAX_STEP_LEVELS`] at a time, for
+/// octaves of at most [`STEPPED_OCTAVE_MAX_PIXELS`], `chained` one at a time from the
+/// level below for bigger ones.
+pub struct OctaveSteps {
+    pub stepped: Vec<Step>,
+    pub chained: Vec<Step>,
+}
+
+impl OctaveSteps {
+    /// The steps of an octave of `pixels` pixels.
+    pub fn of(&self, pixels: usize) -> &[Step] {
+        if pixels > STEPPED_OCTAVE_MAX_PIXELS {
+            &self.chained
+        } else {
+            &self.stepped
+        }
+    }
+}
+
+/// The Gaussian kernels of the pipeline: the big octaves' steps (each level's kernel
+/// from its step's source) and the level-to-level layers 1..n+3 of the chained and the
+/// small octaves.
 pub struct Taps {
     pub values: Vec<f32>,
-    /// (first tap, radius) of the base blur and of each layer's blur.
-    pub base: (usize, usize),
+    /// Octave 0, whose base is the frame, and every later big octave.
+    pub first_octave: OctaveSteps,
+    pub later_octaves: OctaveSteps,
+    /// (first tap, radius) of each layer's blur from the level below.
     pub layers: Vec<(usize, usize)>,
-    pub max_radius: usize,
+    /// The widest kernel of the chained steps (octave 0's base blur included), and the
+    /// widest halo of the stepped ones: the shared memory of their kernels.
+    pub chain_radius: usize,
+    pub step_halo: usize,
 }
 
 impl Taps {
     pub fn new(config: &SiftConfig) -> Result<Self> {
         let n = config.n_octave_layers as usize;
-        let base_sigma = base_blur_sigma(config.sigma, config.upscale);
         let mut values = Vec::new();
-        let mut add = |sigma: f64| {
-            let kernel = gaussian_kernel(sigma);
+        let mut add = |kernel: &[f32]| {
             let entry = (values.len(), kernel.len() / 2);
-            values.extend(kernel);
+            values.extend_from_slice(kernel);
             entry
         };
-        let base = add(base_sigma);
-        let layers: Vec<_> = layer_sigmas(config.sigma, n)[1..]
-            .iter()
-            .map(|&s| add(s))
-            .collect();
-        let max_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
-        if max_radius > BLUR_MAX_RADIUS {
-            return Err(Error::Config(ConfigError::Invalid {
+        let too_wide = |radius: usize| {
+            Error::Config(ConfigError::Invalid {
                 name: "sift.sigma".into(),
                 reason: format!(
-                    "the CUDA backend blurs with radii up to {BLUR_MAX_RADIUS} px; sigma {} with {n} \
-                     layers per octave needs {max_radius}",
+                    "the CUDA backend blurs with radii up to {BLUR_MAX_RADIUS} px; sigma {} \
+                     with {n} layers per octave needs {radius}",
                     config.sigma
                 ),
-            }));
+            })
+        };
+        let layer_kernels: Vec<Vec<f32>> = layer_sigmas(config.sigma, n)[1..]
+            .iter()
+            .map(|&s| gaussian_kernel(s))
+            .collect();
+        let base_kernel = gaussian_kernel(base_blur_sigma(config.sigma, config.upscale));
+        let layers: Vec<_> = layer_kernels.iter().map(|k| add(k)).collect();
+        let base = add(&base_kernel);
+        let chain_radius = layers.iter().chain([&base]).map(|t| t.1).max().unwrap_or(0);
+        if chain_radius > BLUR_MAX_RADIUS {
+            return Err(too_wide(chain_radius));
         }
+        let first_octave = OctaveSteps {
+            stepped: octave_steps(n, Some(&base_kernel), &layer_kernels, &mut add)
+                .map_err(too_wide)?,
+            chained: chained_steps(n, Some(base), &layers),
+        };
+        let later_octaves = OctaveSteps {
+            stepped: octave_steps(n, None, &layer_kernels, &mut add).map_err(too_wide)?,
+            chained: chained_steps(n, None, &layers),
+        };
+        let step_halo = first_octave
+            .stepped
+            .iter()
+            .chain(&later_octaves.stepped)
+            .map(Step::halo)
+            .max()
+            .unwrap_or(0);
         Ok(Self {
             values,
-            base,
+            first_octave,
+            later_octaves,
             layers,
-            max_radius,
+            chain_radius,
+            step_halo,
         })
     }
 
-    /// The widest of the layers' kernels (levels 1..n+3; the base blur is octave 0's).
+    /// The widest of the layers' kernels (levels 1..n+3 from the level below).
     pub fn layer_radius(&self) -> usize {
         self.layers.iter().map(|t| t.1).max().unwrap_or(0)
     }
 
-    /// Dynamic shared memory of each blur kernel (`BLUR_KERNEL_RADII`): the input tile
-    /// with its halo for the pipeline's widest radius that kernel holds, and the vertical
-    /// pass's rows, at the kernel's row stride.
+    /// Dynamic shared memory of each level-by-level kernel (`BLUR_KERNEL_RADII`): the
+    /// input tile with its halo for the chain's widest radius that kernel holds, and the
+    /// vertical pass's rows, at the kernel's row stride.
     pub fn blur_shared_bytes(&self) -> [u32; 3] {
-        BLUR_KERNEL_RADII.map(|kernel_radius| {
-            let rows = TILE_H + 2 * self.max_radius.min(kernel_radius) + TILE_H;
-            (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
-        })
+        BLUR_KERNEL_RADII.map(|kernel_radius| tile_shared_bytes(self.chain_radius, kernel_radius))
     }
+
+    /// The same for each step kernel (`STEP_KERNEL_RADII`) and the steps' widest halo.
+    pub fn step_shared_bytes(&self) -> [u32; 2] {
+        STEP_KERNEL_RADII.map(|kernel_radius| tile_shared_bytes(self.step_halo, kernel_radius))
+    }
+}
+
+/// Dynamic shared memory of a tiled kernel for radii up to `kernel_radius` running halos
+/// up to `halo`: the input tile with its halo, then the vertical pass's rows.
+fn tile_shared_bytes(halo: usize, kernel_radius: usize) -> u32 {
+    let rows = TILE_H + 2 * halo.min(kernel_radius) + TILE_H;
+    (rows * blur_row_stride(kernel_radius) * size_of::<f32>()) as u32
 }
 
 /// Tables and buffers of one image size.
@@ -194,7 +271,9 @@ pub struct Plan {
     /// Keypoints the frame can return: `max_features`, or `keypoint_capacity`.
     pub output_capacity: usize,
     pub octave_table: DeviceBuffer,
+    /// The big octaves' `LevelsJob`s, launch after launch; the small octaves' `BlurJob`s.
     pub jobs: DeviceBuffer,
+    pub small_jobs: DeviceBuffer,
     pub taps: DeviceBuffer,
     pub frame: Staged,
     pub pyramid: DeviceBuffer,
@@ -247,6 +326,7 @@ impl Plan {
             octave_table: DeviceBuffer::from_slice(ctx, &octaves)?,
             octaves,
             jobs: DeviceBuffer::from_slice(ctx, &schedule.jobs)?,
+            small_jobs: DeviceBuffer::from_slice(ctx, &schedule.small_jobs)?,
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
             frame: staged(input_pixels)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
@@ -294,7 +374,7 @@ pub struct PlanBytes {
     pub scale_space: usize,
     /// Candidate, extremum, keypoint and ranking buffers and counters (device).
     pub work: usize,
-    /// Octave, blur job and tap tables (device).
+    /// Octave, job and tap tables (device).
     pub tables: usize,
     /// Buffers that cross to the host (frame, summary, outputs, descriptors): in device
     /// memory mode each is a device buffer and as much pinned host memory; in unified
@@ -324,7 +404,8 @@ impl PlanBytes {
             work: size_of::<SiftCounters>()
                 + (3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
             tables: octaves.len() * size_of::<SiftOctave>()
-                + schedule.jobs.len() * size_of::<BlurJob>()
+                + schedule.jobs.len() * size_of::<LevelsJob>()
+                + schedule.small_jobs.len() * size_of::<BlurJob>()
                 + taps.values.len() * size_of::<f32>(),
             staged: width * height
                 + SUMMARY_WORDS * word
@@ -418,43 +499,128 @@ fn tile_shape(width: usize, height: usize, sms: usize) -> (usize, usize) {
         .unwrap_or(smallest)
 }
 
-/// A job making a level of `octave` with the Gaussian `(first tap, radius)`: its size,
-/// kernel and tile shape; the caller sets its source and outputs.
-fn level_job(octave: &SiftOctave, (tap, radius): (usize, usize), sms: usize) -> Result<BlurJob> {
-    let (width, height) = (octave.width as usize, octave.height as usize);
-    let (tile_w, tile_h) = tile_shape(width, height, sms);
-    Ok(BlurJob {
-        width: octave.width,
-        height: octave.height,
-        taps: to_i32(tap, "taps")?,
-        radius: to_i32(radius, "taps")?,
-        tiles_x: to_i32(width.div_ceil(tile_w), "tiles")?,
-        tile_w: tile_w as i32,
-        tile_h: tile_h as i32,
-        ..BlurJob::default()
-    })
-}
-
-impl BlurJob {
+impl LevelsJob {
     fn tiles(&self) -> usize {
         (self.width as usize).div_ceil(self.tile_w as usize)
             * (self.height as usize).div_ceil(self.tile_h as usize)
     }
 }
 
-/// The blur jobs, their launches and the small octaves' block.
+/// Where a plane or frame a job reads lies: `SOURCE_*`, first float (plane sources),
+/// width and height.
+type SourcePlane = (i32, i32, i32, i32);
+
+/// The base of octave `o`: the frame for octave 0, else every second pixel of level n
+/// of the octave before.
+fn octave_base(
+    octaves: &[SiftOctave],
+    o: usize,
+    n: usize,
+    frame: FrameSource,
+) -> Result<SourcePlane> {
+    if o == 0 {
+        let source = if frame.upscale {
+            SOURCE_FRAME_UPSAMPLED
+        } else {
+            SOURCE_FRAME
+        };
+        return Ok((
+            source,
+            0,
+            to_i32(frame.width, "width")?,
+            to_i32(frame.height, "height")?,
+        ));
+    }
+    let previous = &octaves[o - 1];
+    Ok((
+        SOURCE_PLANE_HALVED,
+        previous.gauss + n as i32 * previous.width * previous.height,
+        previous.width,
+        previous.height,
+    ))
+}
+
+/// The levels a later launch or kernel reads, which are stored: layers 1..n
+/// (orientation and description) and every step's source.
+fn stored_levels(steps: &[Step], n: usize) -> Vec<usize> {
+    let mut levels: Vec<usize> = (1..=n)
+        .chain(steps.iter().filter_map(|s| s.source))
+        .collect();
+    levels.sort_unstable();
+    levels.dedup();
+    levels
+}
+
+/// The job making `step` of octave `o`, over tiles of the octave's tile shape.
+fn levels_job(
+    octaves: &[SiftOctave],
+    o: usize,
+    step: &Step,
+    stored: &[usize],
+    n: usize,
+    frame: FrameSource,
+    sms: usize,
+) -> Result<LevelsJob> {
+    let oct = &octaves[o];
+    let plane = oct.width * oct.height;
+    let (width, height) = (oct.width as usize, oct.height as usize);
+    let (tile_w, tile_h) = tile_shape(width, height, sms);
+    let (source, src_offset, src_width, src_height) = match step.source {
+        Some(level) => (
+            SOURCE_PLANE,
+            oct.gauss + level as i32 * plane,
+            oct.width,
+            oct.height,
+        ),
+        None => octave_base(octaves, o, n, frame)?,
+    };
+    let mut job = LevelsJob {
+        source,
+        src_offset,
+        src_width,
+        src_height,
+        width: oct.width,
+        height: oct.height,
+        halo: to_i32(step.halo(), "radius")?,
+        n_levels: to_i32(step.levels.len(), "levels")?,
+        tiles_x: to_i32(width.div_ceil(tile_w), "tiles")?,
+        tile_w: tile_w as i32,
+        tile_h: tile_h as i32,
+        taps: [-1; MAX_STEP_LEVELS],
+        gauss_out: [-1; MAX_STEP_LEVELS],
+        dog_out: [-1; MAX_STEP_LEVELS],
+        ..LevelsJob::default()
+    };
+    for (k, &(level, kernel)) in step.levels.iter().enumerate() {
+        if let Some((tap, radius)) = kernel {
+            job.taps[k] = to_i32(tap, "taps")?;
+            job.radius[k] = to_i32(radius, "taps")?;
+        }
+        if kernel.is_some() && stored.contains(&level) {
+            job.gauss_out[k] = oct.gauss + level as i32 * plane;
+        }
+        if k > 0 {
+            job.dog_out[k] = oct.dog + (level as i32 - 1) * plane;
+        }
+    }
+    Ok(job)
+}
+
+/// The blur schedule: the big octaves' jobs and their launches, the small octaves' block.
 struct BlurSchedule {
-    jobs: Vec<BlurJob>,
+    jobs: Vec<LevelsJob>,
     stages: Vec<BlurStage>,
+    small_jobs: Vec<BlurJob>,
     small_octaves: Option<SmallOctaves>,
 }
 
-/// The blur jobs and their launches. Level `l` of octave `o` can run once level `l - 1`
-/// exists, and level 1 of octave `o + 1` once level `n` of octave `o` does: job (o, l)
-/// goes to stage `n o + l` (stage 0: the base image), so the launches of consecutive
-/// octaves overlap. Octaves from `first_small` on go, in order, to the small octaves'
-/// block instead, which forks after the stage making level `n` of octave
-/// `first_small - 1`.
+/// The jobs of the big octaves and their launches. A step runs in the stage after the
+/// one making its source: octave 0's first step in stage 0, a later octave's first step
+/// after the step making level n of the octave before, every other step after the step
+/// before it; so consecutive octaves overlap. A stage launches its chained jobs, then its
+/// stepped ones. Octaves from `first_small` on go, level by
+/// level, to the small octaves' block instead, which forks after the launch making level
+/// n of octave `first_small - 1`.
 fn blur_schedule(
     octaves: &[SiftOctave],
     taps: &Taps,
@@ -463,115 +629,46 @@ fn blur_schedule(
     sms: usize,
     first_small: usize,
 ) -> Result<BlurSchedule> {
-    let levels = n + 3;
-    let Some(first) = octaves.first() else {
-        return Ok(BlurSchedule {
-            jobs: Vec::new(),
-            stages: Vec::new(),
-            small_octaves: None,
-        });
-    };
-    let mut small_jobs = Vec::new();
-    let mut by_stage: Vec<Vec<BlurJob>> = Vec::new();
-    let mut put = |stage: usize, job: BlurJob| {
-        if by_stage.len() <= stage {
-            by_stage.resize(stage + 1, Vec::new());
+    let mut by_stage: Vec<[Vec<LevelsJob>; 2]> = Vec::new();
+    // The launch making level n of the octave before.
+    let mut base_stage: Option<usize> = None;
+    for o in 0..octaves.len().min(first_small) {
+        let octave = &octaves[o];
+        let steps = if o == 0 {
+            &taps.first_octave
+        } else {
+            &taps.later_octaves
         }
-        by_stage[stage].push(job);
-    };
-    put(
-        0,
-        BlurJob {
-            source: if frame.upscale {
-                SOURCE_FRAME_UPSAMPLED
-            } else {
-                SOURCE_FRAME
-            },
-            src_width: to_i32(frame.width, "width")?,
-            src_height: to_i32(frame.height, "height")?,
-            gauss_out: first.gauss,
-            dog_out: -1,
-            ..level_job(first, taps.base, sms)?
-        },
-    );
-    for (o, oct) in octaves.iter().enumerate() {
-        let plane = oct.width * oct.height;
-        for level in 1..levels {
-            let (source, src_offset, src_width, src_height) = if level == 1 && o > 0 {
-                let previous = &octaves[o - 1];
-                let prev_plane = previous.width * previous.height;
-                (
-                    SOURCE_PLANE_HALVED,
-                    previous.gauss + n as i32 * prev_plane,
-                    previous.width,
-                    previous.height,
-                )
-            } else {
-                (
-                    SOURCE_PLANE,
-                    oct.gauss + (level as i32 - 1) * plane,
-                    oct.width,
-                    oct.height,
-                )
-            };
-            let job = BlurJob {
-                source,
-                src_offset,
-                src_width,
-                src_height,
-                // The last level only feeds the last DoG.
-                gauss_out: if level + 1 < levels {
-                    oct.gauss + level as i32 * plane
-                } else {
-                    -1
-                },
-                dog_out: oct.dog + (level as i32 - 1) * plane,
-                ..level_job(oct, taps.layers[level - 1], sms)?
-            };
-            if o >= first_small {
-                small_jobs.push(job);
-            } else {
-                put(n * o + level, job);
+        .of((octave.width * octave.height) as usize);
+        let stored = stored_levels(steps, n);
+        let first_stage = base_stage.map_or(0, |s| s + 1);
+        for (stage, step) in (first_stage..).zip(steps) {
+            let job = levels_job(octaves, o, step, &stored, n, frame, sms)?;
+            if by_stage.len() <= stage {
+                by_stage.resize(stage + 1, Default::default());
+            }
+            by_stage[stage][usize::from(!step.is_chained())].push(job);
+            if step.last_level() == n {
+                base_stage = Some(stage);
             }
         }
     }
     let mut jobs = Vec::new();
     let mut stages = Vec::new();
-    // Level n of the octave before the small ones: where their block starts from.
-    let small_source = small_jobs.first().map(|job: &BlurJob| job.src_offset);
-    let mut after_stage = 0;
-    for stage_jobs in by_stage.into_iter().filter(|s| !s.is_empty()) {
-        if stage_jobs.iter().any(|j| Some(j.gauss_out) == small_source) {
-            after_stage = stages.len();
-        }
-        let first_job = jobs.len();
-        let mut tiles = 0usize;
-        let max_radius = stage_jobs
-            .iter()
-            .map(|j| j.radius as usize)
-            .max()
-            .unwrap_or(0);
-        for mut job in stage_jobs {
-            job.tile_start = to_i32(tiles, "tiles")?;
-            tiles += job.tiles();
-            jobs.push(job);
-        }
+    for [chained, stepped] in by_stage {
         stages.push(BlurStage {
-            first_job,
-            n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
-            tiles: u32::try_from(tiles)
-                .map_err(|_| Error::Image(ImageError::Invalid("too many tiles".into())))?,
-            max_radius,
+            chained: job_launch(&mut jobs, chained)?,
+            stepped: job_launch(&mut jobs, stepped)?,
         });
     }
-    let small_octaves = match octaves.get(first_small) {
-        Some(largest) if !small_jobs.is_empty() => {
+    let small_jobs = small_octave_jobs(octaves, taps, n, frame, first_small)?;
+    let small_octaves = match (octaves.get(first_small), base_stage) {
+        (Some(largest), Some(after_stage)) if !small_jobs.is_empty() => {
             // Every octave has a level of every layer: the widest layer is the pad.
             let pad = taps.layer_radius();
             let size = (largest.width as usize, largest.height as usize);
             let n_taps = taps.values.len();
-            let small = SmallOctaves {
-                first_job: jobs.len(),
+            Some(SmallOctaves {
                 n_jobs: to_i32(small_jobs.len(), "jobs")?,
                 first_octave: to_i32(first_small, "octave")?,
                 max_width: largest.width,
@@ -580,17 +677,91 @@ fn blur_schedule(
                 n_taps: to_i32(n_taps, "taps")?,
                 shared_bytes: small_octave_shared_bytes(size, pad, n_taps, small_jobs.len()) as u32,
                 after_stage,
-            };
-            jobs.extend(small_jobs);
-            Some(small)
+            })
         }
         _ => None,
     };
     Ok(BlurSchedule {
         jobs,
         stages,
+        small_jobs,
         small_octaves,
     })
+}
+
+/// One launch of `launch_jobs`, appended to `jobs` with their first tiles; none when
+/// there are none.
+fn job_launch(jobs: &mut Vec<LevelsJob>, launch_jobs: Vec<LevelsJob>) -> Result<Option<JobLaunch>> {
+    if launch_jobs.is_empty() {
+        return Ok(None);
+    }
+    let first_job = jobs.len();
+    let mut tiles = 0usize;
+    let max_radius = launch_jobs
+        .iter()
+        .map(|j| j.halo as usize)
+        .max()
+        .unwrap_or(0);
+    for mut job in launch_jobs {
+        job.tile_start = to_i32(tiles, "tiles")?;
+        tiles += job.tiles();
+        jobs.push(job);
+    }
+    Ok(Some(JobLaunch {
+        first_job,
+        n_jobs: to_i32(jobs.len() - first_job, "jobs")?,
+        tiles: u32::try_from(tiles)
+            .map_err(|_| Error::Image(ImageError::Invalid("too many tiles".into())))?,
+        max_radius,
+    }))
+}
+
+/// The levels of the octaves from `first_small` on, octave after octave, each blurred
+/// from the level below as the CPU reference does (level 1 from the octave's base).
+fn small_octave_jobs(
+    octaves: &[SiftOctave],
+    taps: &Taps,
+    n: usize,
+    frame: FrameSource,
+    first_small: usize,
+) -> Result<Vec<BlurJob>> {
+    let levels = n + 3;
+    let mut jobs = Vec::new();
+    for o in first_small..octaves.len() {
+        let oct = &octaves[o];
+        let plane = oct.width * oct.height;
+        for level in 1..levels {
+            let (source, src_offset, src_width, src_height) = if level == 1 {
+                octave_base(octaves, o, n, frame)?
+            } else {
+                (
+                    SOURCE_PLANE,
+                    oct.gauss + (level as i32 - 1) * plane,
+                    oct.width,
+                    oct.height,
+                )
+            };
+            let (tap, radius) = taps.layers[level - 1];
+            jobs.push(BlurJob {
+                source,
+                src_offset,
+                src_width,
+                src_height,
+                width: oct.width,
+                height: oct.height,
+                // The last level only feeds the last DoG.
+                gauss_out: if level + 1 < levels {
+                    oct.gauss + level as i32 * plane
+                } else {
+                    -1
+                },
+                dog_out: oct.dog + (level as i32 - 1) * plane,
+                taps: to_i32(tap, "taps")?,
+                radius: to_i32(radius, "taps")?,
+            });
+        }
+    }
+    Ok(jobs)
 }
 
 #[cfg(test)]
@@ -622,9 +793,10 @@ mod tests {
         }
     }
 
-    /// Every level is made once, after the level it blurs; every DoG plane is written
-    /// once; every stage's tiles are its jobs' tiles; the small octaves' block starts
-    /// after the stage making its first source and makes its levels in order.
+    /// Every level a job stores or blurs from is made once, before the launch reading
+    /// it; every DoG plane is written once; layers 1..n of every octave are stored;
+    /// every stage's tiles are its jobs' tiles; the small octaves' block starts after the
+    /// stage making its first source and makes its levels in order.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
         const H200_SHARED: usize = 227 * 1024;
@@ -653,13 +825,38 @@ mod tests {
             let BlurSchedule {
                 jobs,
                 stages,
+                small_jobs,
                 small_octaves,
             } = blur_schedule(&octaves, &taps, n, frame, sms, first_small).unwrap();
             let mut made_at = std::collections::HashMap::new();
             let mut dogs = std::collections::HashSet::new();
+            let launches = |stage: &BlurStage| -> Vec<(JobLaunch, bool)> {
+                let chained = stage.chained.map(|l| (l, true));
+                chained
+                    .into_iter()
+                    .chain(stage.stepped.map(|l| (l, false)))
+                    .collect()
+            };
             for (s, stage) in stages.iter().enumerate() {
-                let stage_jobs = &jobs[stage.first_job..stage.first_job + stage.n_jobs as usize];
-                for job in stage_jobs {
+                assert!(stage.chained.is_some() || stage.stepped.is_some(), "{case}");
+                let stage_jobs: Vec<LevelsJob> = launches(stage)
+                    .iter()
+                    .flat_map(|(l, _)| jobs[l.first_job..l.first_job + l.n_jobs as usize].to_vec())
+                    .collect();
+                for (launch, chained) in launches(stage) {
+                    let launch_jobs =
+                        &jobs[launch.first_job..launch.first_job + launch.n_jobs as usize];
+                    let tiles: usize = launch_jobs.iter().map(LevelsJob::tiles).sum();
+                    assert_eq!(tiles, launch.tiles as usize, "{case}");
+                    for job in launch_jobs {
+                        assert!(job.halo as usize <= launch.max_radius, "{case}");
+                        let blurred = (0..job.n_levels as usize)
+                            .filter(|&k| job.taps[k] >= 0)
+                            .count();
+                        assert_eq!(blurred == 1, chained, "{case}");
+                    }
+                }
+                for job in &stage_jobs {
                     if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
                         let made = made_at.get(&job.src_offset).copied();
                         assert!(
@@ -667,25 +864,38 @@ mod tests {
                             "{case}: stage {s} reads an unmade level"
                         );
                     }
-                    assert!(job.radius as usize <= stage.max_radius, "{case}");
+                    assert!(job.n_levels as usize <= MAX_STEP_LEVELS, "{case}");
+                    for k in 0..job.n_levels as usize {
+                        assert!(job.radius[k] <= job.halo, "{case}");
+                    }
                     assert!(job.tile_w as usize <= TILE_W && job.tile_h as usize <= TILE_H);
                     assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
                     assert!((job.tile_w as u32).is_power_of_two(), "{case}");
                 }
-                for job in stage_jobs {
-                    if job.gauss_out >= 0 {
-                        assert!(made_at.insert(job.gauss_out, s).is_none(), "{case}");
-                    }
-                    if job.dog_out >= 0 {
-                        assert!(dogs.insert(job.dog_out), "{case}");
+                for job in &stage_jobs {
+                    for k in 0..job.n_levels as usize {
+                        if job.gauss_out[k] >= 0 {
+                            assert!(made_at.insert(job.gauss_out[k], s).is_none(), "{case}");
+                        }
+                        if job.dog_out[k] >= 0 {
+                            assert!(k > 0, "{case}");
+                            assert!(dogs.insert(job.dog_out[k]), "{case}");
+                        }
                     }
                 }
-                let tiles: usize = stage_jobs.iter().map(BlurJob::tiles).sum();
-                assert_eq!(tiles, stage.tiles as usize, "{case}");
+            }
+            // Orientation and description read layers 1..n of every octave.
+            for oct in &octaves[..first_small.min(octaves.len())] {
+                for layer in 1..=n as i32 {
+                    let plane = oct.gauss + layer * oct.width * oct.height;
+                    assert!(
+                        made_at.contains_key(&plane),
+                        "{case}: layer {layer} not stored"
+                    );
+                }
             }
             if let Some(small) = small_octaves {
-                let small_jobs = &jobs[small.first_job..small.first_job + small.n_jobs as usize];
-                assert_eq!(small.first_job + small_jobs.len(), jobs.len(), "{case}");
+                assert_eq!(small.n_jobs as usize, small_jobs.len(), "{case}");
                 assert_eq!(small.first_octave as usize, first_small, "{case}");
                 let largest = &octaves[first_small];
                 assert_eq!(
@@ -702,7 +912,7 @@ mod tests {
                     Some(&small.after_stage)
                 );
                 let mut previous: Option<&BlurJob> = None;
-                for job in small_jobs {
+                for job in &small_jobs {
                     assert!(job.radius <= small.pad, "{case}");
                     match job.source {
                         // An octave's first level reads a level made before.
@@ -721,6 +931,8 @@ mod tests {
                     assert!(dogs.insert(job.dog_out), "{case}");
                     previous = Some(job);
                 }
+            } else {
+                assert!(small_jobs.is_empty(), "{case}");
             }
             let expected_small = match (width, shared_limit) {
                 (1920, H200_SHARED) => Some(if upscale { 6 } else { 5 }),
@@ -730,26 +942,46 @@ mod tests {
             };
             assert_eq!(small_octaves.map(|_| first_small), expected_small, "{case}");
             assert_eq!(dogs.len(), octaves.len() * (n + 2), "{case}");
-            // Consecutive octaves overlap: fewer launches than levels.
-            assert!(stages.len() < octaves.len() * (n + 2) + 1, "{case}");
+            // Where every big octave is stepped: two stages for octave 0, then one more
+            // per octave, whose first step runs beside the second step of the octave
+            // before. Chained octaves overlap too: fewer stages than levels.
+            let big = first_small.min(octaves.len());
+            let chained = octaves[..big]
+                .iter()
+                .any(|o| (o.width * o.height) as usize > STEPPED_OCTAVE_MAX_PIXELS);
+            assert_eq!(chained, width >= 1280, "{case}");
+            if chained {
+                assert!(stages.len() < big * (n + 2) + 1, "{case}");
+            } else {
+                assert_eq!(stages.len(), big + 1, "{case}");
+            }
+        }
+    }
+
+    fn taps_with(chain_radius: usize, step_halo: usize) -> Taps {
+        let none = || OctaveSteps {
+            stepped: Vec::new(),
+            chained: Vec::new(),
+        };
+        Taps {
+            values: Vec::new(),
+            first_octave: none(),
+            later_octaves: none(),
+            layers: Vec::new(),
+            chain_radius,
+            step_halo,
         }
     }
 
     /// Every float the blur passes of kernels/sift/pyramid.cu touch lies inside the
-    /// shared memory the host gives the kernel, for every pipeline radius, every radius
-    /// the kernel runs and every tile shape: the input tile at its shifted columns (the
+    /// shared memory the host gives the kernel, for every chain radius, every radius the
+    /// kernel runs and every tile shape: the input tile at its shifted columns (the
     /// vertical pass reads whole float4s), the vertical pass's rows after it, and the
     /// horizontal pass's float4 window.
     #[test]
     fn blur_shared_memory_holds_every_pass() {
         for max_radius in 0..=BLUR_MAX_RADIUS {
-            let taps = Taps {
-                values: Vec::new(),
-                base: (0, max_radius),
-                layers: Vec::new(),
-                max_radius,
-            };
-            let bytes = taps.blur_shared_bytes();
+            let bytes = taps_with(max_radius, 0).blur_shared_bytes();
             for (kernel, &kernel_radius) in BLUR_KERNEL_RADII.iter().enumerate() {
                 let floats = bytes[kernel] as usize / size_of::<f32>();
                 let stride = blur_row_stride(kernel_radius);
@@ -775,6 +1007,43 @@ mod tests {
                         );
                         assert!((th + 2 * r) * stride <= cols, "{case}");
                         assert!(cols + th * stride <= floats, "{case}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same for kernels/sift/levels.cu, for every halo and radius the step kernel
+    /// runs: every level's centre is column `kernel_radius` (a multiple of 4).
+    #[test]
+    fn step_shared_memory_holds_every_pass() {
+        for max_halo in 0..=BLUR_MAX_RADIUS {
+            let bytes = taps_with(0, max_halo).step_shared_bytes();
+            for (kernel, &kernel_radius) in STEP_KERNEL_RADII.iter().enumerate() {
+                let floats = bytes[kernel] as usize / size_of::<f32>();
+                let stride = blur_row_stride(kernel_radius);
+                let input_rows = TILE_H + 2 * max_halo.min(kernel_radius);
+                let exact = kernel_radius < BLUR_MAX_RADIUS;
+                let centre = kernel_radius;
+                assert_eq!(centre % 4, 0);
+                for halo in 0..=max_halo.min(kernel_radius) {
+                    for r in 0..=halo {
+                        let reach = if exact { r } else { kernel_radius };
+                        for (tw, th) in TILE_SHAPES {
+                            let case = format!(
+                                "max halo {max_halo}, halo {halo}, r {r}, kernel \
+                                 {kernel_radius}, {tw}x{th}"
+                            );
+                            let quads = (tw + centre + halo).div_ceil(4);
+                            let input_end = (centre + tw + halo).max(4 * quads);
+                            let vertical_end = (centre + tw + r).div_ceil(4) * 4;
+                            let window_end = tw - 4 + 4 * ((centre + reach).div_ceil(4) + 1);
+                            assert!(
+                                input_end.max(vertical_end).max(window_end) <= stride,
+                                "{case}"
+                            );
+                            assert!((input_rows + th) * stride <= floats, "{case}");
+                        }
                     }
                 }
             }

@@ -13,7 +13,7 @@ use crate::cuda::abi::{
 };
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
-use crate::cuda::sift::plan::{BlurStage, DeviceLimits, BLUR_KERNEL_RADII};
+use crate::cuda::sift::plan::{DeviceLimits, JobLaunch, BLUR_KERNEL_RADII, STEP_KERNEL_RADII};
 use crate::error::Result;
 use crate::spec::sift_descriptor;
 
@@ -77,10 +77,22 @@ impl Launch {
     }
 }
 
+/// The first kernel of `radii` (register windows, narrowest first) that holds the
+/// launch's widest radius, or the widest.
+fn window_for(radii: &[usize], launch: &JobLaunch) -> usize {
+    radii
+        .iter()
+        .position(|&radius| launch.max_radius <= radius)
+        .unwrap_or(radii.len() - 1)
+}
+
 /// Every kernel of the pipeline.
 pub struct Kernels {
-    /// `sift_blur_dog_r8`, `_r16`, `_r32`: the blur for radii up to 8, 16, 32.
+    /// `sift_blur_dog_r8`, `_r16`, `_r32`: a level from the level below, for radii up to
+    /// 8, 16, 32.
     pub blur_dog: [Launch; 3],
+    /// `sift_levels_r24`, `_r32`: several levels from one source, for halos up to 24, 32.
+    pub levels: [Launch; 2],
     /// `sift_small_octaves`, allowed the device's largest shared memory per block.
     pub small_octaves: Launch,
     pub limits: DeviceLimits,
@@ -94,14 +106,14 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The blur kernel whose register window holds the stage's radius.
-    pub fn blur_for(&self, stage: &BlurStage) -> &Launch {
-        let widest = self.blur_dog.len() - 1;
-        let kernel = BLUR_KERNEL_RADII
-            .iter()
-            .position(|&radius| stage.max_radius <= radius)
-            .unwrap_or(widest);
-        &self.blur_dog[kernel]
+    /// The level-by-level kernel whose register window holds the launch's radius.
+    pub fn blur_for(&self, launch: &JobLaunch) -> &Launch {
+        &self.blur_dog[window_for(&BLUR_KERNEL_RADII, launch)]
+    }
+
+    /// The step kernel whose register window holds the launch's halo.
+    pub fn levels_for(&self, launch: &JobLaunch) -> &Launch {
+        &self.levels[window_for(&STEP_KERNEL_RADII, launch)]
     }
 
     /// The small octaves' block, with `shared` bytes of dynamic shared memory.
@@ -113,7 +125,7 @@ impl Kernels {
         }
     }
 
-    pub fn load(gpu: &Gpu, blur_shared: [u32; 3]) -> Result<Self> {
+    pub fn load(gpu: &Gpu, blur_shared: [u32; 3], step_shared: [u32; 2]) -> Result<Self> {
         let shared_limit = gpu.ctx.attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )? as u32;
@@ -174,6 +186,20 @@ impl Kernels {
                     "sift_blur_dog_r32",
                     BLUR_THREADS,
                     blur_shared[2],
+                )?,
+            ],
+            levels: [
+                fixed(
+                    "sift_levels",
+                    "sift_levels_r24",
+                    BLUR_THREADS,
+                    step_shared[0],
+                )?,
+                fixed(
+                    "sift_levels",
+                    "sift_levels_r32",
+                    BLUR_THREADS,
+                    step_shared[1],
                 )?,
             ],
             small_octaves: fixed(

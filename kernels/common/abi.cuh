@@ -1,15 +1,23 @@
 // The layouts the kernels share with the host. Each struct mirrored in src/cuda/abi.rs
-// states its size and every field's offset with these checks, next to its definition:
+// (the kernels' parameter structs in its submodules, src/cuda/abi/*_params.rs) states
+// its size and every field's offset with these checks, next to its definition:
 // the compiler checks the kernel side, and the Rust test
 // `cuda::abi::tests::kernel_layouts_match_their_host_mirrors` reads the same lines and
 // checks the Rust side, so a change to either one alone fails a build without a GPU.
+//
+// Every kernel takes one parameter struct (common/*_params.cuh) by value. Pointers come
+// first and 4-byte fields fill whole 8-byte words, with an explicit `padding` field
+// where they would not, so every byte is a field the host sets. NVRTC ignores
+// __restrict__ on struct members: a kernel copies the pointers it reads or writes
+// without aliasing into __restrict__ locals, the promise that lets read-only loads take
+// the non-coherent path and loads move past stores.
 #pragma once
 
 // NVRTC serves no <cstddef> and NVRTC 12 knows no __builtin_offsetof: the offset is
 // EDG's __INTADDR__ of the member's address in a null object, a constant expression
 // in NVRTC 12 and 13.
 #define ABI_SIZE(type, bytes) \
-    static_assert(sizeof(type) == (bytes), #type ": size differs from src/cuda/abi.rs")
+    static_assert(sizeof(type) == (bytes), #type ": size differs from its mirror in src/cuda/abi")
 #define ABI_OFFSET(type, field, bytes) \
     static_assert(__INTADDR__(&((type*)0)->field) == (bytes), \
-                  #type "." #field ": offset differs from src/cuda/abi.rs")
+                  #type "." #field ": offset differs from its mirror in src/cuda/abi")

@@ -8,8 +8,16 @@
 //! states its size and field offsets with `ABI_SIZE` / `ABI_OFFSET`
 //! (kernels/common/abi.cuh), which the compiler checks, and the test below reads those
 //! lines and compares them with the Rust layouts, without a GPU.
+//!
+//! Every kernel takes one parameter struct by value, declared in
+//! `kernels/common/*_params.cuh` and mirrored in the submodule of the same name, checked
+//! the same way.
 
 use crate::spec::sift_descriptor;
+
+pub mod image_params;
+#[cfg(test)]
+mod layout;
 
 /// A constant the kernels take as `-D NAME=value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,39 +291,13 @@ pub struct SiftCounters {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
-    use std::mem::{offset_of, size_of, size_of_val};
 
+    use super::layout::{layout, Layout};
     use super::*;
     use crate::cuda::modules::{HEADERS, MODULES};
 
-    /// A struct's layout: its C name, its size, and each field's C name, offset and size.
-    struct Layout {
-        name: &'static str,
-        size: usize,
-        fields: Vec<(&'static str, usize, usize)>,
-    }
-
-    /// The layout of a Rust mirror, under the C names of the struct and its fields when
-    /// they differ (`Knn2 as int3 { best_index as x, ... }`).
-    macro_rules! layout {
-        ($rust:ident $(as $c:ident)? { $($field:ident $(as $c_field:ident)?),* $(,)? }) => {{
-            let value = $rust::default();
-            Layout {
-                name: layout!(@name $rust $($c)?),
-                size: size_of::<$rust>(),
-                fields: vec![$((
-                    layout!(@name $field $($c_field)?),
-                    offset_of!($rust, $field),
-                    size_of_val(&value.$field),
-                )),*],
-            }
-        }};
-        (@name $rust:ident) => { stringify!($rust) };
-        (@name $rust:ident $c:ident) => { stringify!($c) };
-    }
-
     fn mirrors() -> Vec<Layout> {
-        vec![
+        let tables = vec![
             layout!(OrbLevel {
                 width,
                 height,
@@ -382,7 +364,8 @@ mod tests {
                 gauss_out,
                 dog_out,
             }),
-        ]
+        ];
+        tables.into_iter().chain(image_params::layouts()).collect()
     }
 
     /// The `ABI_SIZE(type, bytes)` and `ABI_OFFSET(type, field, bytes)` checks of every
@@ -463,7 +446,7 @@ mod tests {
         let only_kernels: Vec<_> = kernels.difference(&host).collect();
         assert!(
             only_host.is_empty() && only_kernels.is_empty(),
-            "(type, field, bytes) in src/cuda/abi.rs only: {only_host:?}; \
+            "(type, field, bytes) in src/cuda/abi only: {only_host:?}; \
              in kernels/ only: {only_kernels:?}"
         );
     }

@@ -4,6 +4,7 @@
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaStream, LaunchConfig};
 
+use crate::cuda::abi::image_params::GrayParams;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::error::{Error, ImageError, Result};
@@ -103,32 +104,21 @@ impl GrayKernel {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let ints = [
-            layout.width as i32,
-            layout.height as i32,
-            layout.step as i32,
-            bytes_per_pixel as i32,
-            kind,
-            first as i32,
-            green as i32,
-            blue as i32,
-        ];
-        // SAFETY: the arguments match `image_to_gray` in kernels/image/gray.cu in order
-        // and type; the caller guarantees both buffers' sizes and lifetimes.
-        unsafe {
-            self.kernel
-                .args(stream)
-                .arg(&frame)
-                .arg(&ints[0])
-                .arg(&ints[1])
-                .arg(&ints[2])
-                .arg(&ints[3])
-                .arg(&ints[4])
-                .arg(&ints[5])
-                .arg(&ints[6])
-                .arg(&ints[7])
-                .arg(&gray)
-                .launch(config)
-        }
+        let params = GrayParams {
+            frame,
+            gray,
+            width: layout.width as i32,
+            height: layout.height as i32,
+            step: layout.step as i32,
+            bytes_per_pixel: bytes_per_pixel as i32,
+            rule: kind,
+            first: first as i32,
+            green: green as i32,
+            blue: blue as i32,
+        };
+        // SAFETY: `params` is `image_to_gray`'s parameter struct; the kernel reads the
+        // frame's rows as `layout` lays them out and writes width x height grey bytes,
+        // the sizes the caller guarantees, alive until the stream has run it.
+        unsafe { self.kernel.launch(stream, config, &params) }
     }
 }

@@ -53,6 +53,23 @@ impl Kernel {
         self.resident_blocks(gpu, threads, 0)
     }
 
+    /// Queues this kernel on `stream` with `params`, the struct it takes as its one
+    /// parameter (kernels/common/*_params.cuh, mirrored in `cuda::abi`).
+    ///
+    /// # Safety
+    /// `P` is the kernel's parameter struct, and every device pointer in `params` is
+    /// valid for what the kernel reads and writes through it, until the stream has run
+    /// the kernel.
+    pub unsafe fn launch<P: DeviceRepr>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract: `params` is the kernel's one parameter.
+        unsafe { self.args(stream).arg(params).launch(config) }
+    }
+
     /// A launch of this kernel on `stream`: push its arguments in order, then launch.
     pub fn args<'a>(&'a self, stream: &'a CudaStream) -> KernelArgs<'a> {
         KernelArgs {

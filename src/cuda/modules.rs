@@ -46,7 +46,7 @@ macro_rules! kernel_file {
 }
 
 /// Headers the modules may `#include "common/..."`; served to NVRTC from memory.
-pub const HEADERS: [(&str, &str); 15] = [
+pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/abi.cuh"),
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
@@ -62,6 +62,7 @@ pub const HEADERS: [(&str, &str); 15] = [
     kernel_file!("common/gradient.cuh"),
     kernel_file!("common/blur_jobs.cuh"),
     kernel_file!("common/blur_tiles.cuh"),
+    kernel_file!("common/image_params.cuh"),
 ];
 
 const fn module(
@@ -206,7 +207,7 @@ impl KernelModule {
 
     /// Compiles this module for `arch` (no GPU needed).
     pub fn compile(&self, arch: Arch) -> Result<Vec<u8>> {
-        compile_cubin(self.path, self.source, &HEADERS, arch, &self.options())
+        compile_cubin(self.path, self.source, HEADERS, arch, &self.options())
     }
 
     /// The cubin for `arch`: read from `cache` when there, else compiled and stored.

@@ -1,0 +1,45 @@
+//! The parameters of `image_to_gray` (kernels/common/image_params.cuh).
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::DeviceRepr;
+
+/// `image_to_gray`: camera pixels to the packed grey image.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GrayParams {
+    /// The frame as published: rows `step` bytes apart.
+    pub frame: CUdeviceptr,
+    /// Packed: rows `width` bytes apart.
+    pub gray: CUdeviceptr,
+    pub width: i32,
+    pub height: i32,
+    pub step: i32,
+    pub bytes_per_pixel: i32,
+    /// `GRAY_RULE_*` of kernels/image/gray.cu.
+    pub rule: i32,
+    /// Byte rule: the byte at `first`; luma: red at `first`.
+    pub first: i32,
+    pub green: i32,
+    pub blue: i32,
+}
+
+// SAFETY: `#[repr(C)]` of device pointers and `i32`s, every byte a field, laid out as
+// the kernel's struct of the same name (both checked by `cuda::abi`'s tests).
+unsafe impl DeviceRepr for GrayParams {}
+
+#[cfg(test)]
+pub(super) fn layouts() -> Vec<super::layout::Layout> {
+    use super::layout::layout;
+    vec![layout!(GrayParams {
+        frame,
+        gray,
+        width,
+        height,
+        step,
+        bytes_per_pixel,
+        rule,
+        first,
+        green,
+        blue,
+    })]
+}

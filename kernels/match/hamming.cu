@@ -3,6 +3,7 @@
 // each sweep a slice of the train set, so a frame's 2000 queries keep every SM busy.
 // MATCH_WARPS is a -D define (src/cuda/abi.rs).
 #include "common/hamming.cuh"
+#include "common/match_params.cuh"
 
 // The best and second-best train descriptor of each of the block's 32 queries (ties:
 // lower index): warp w sweeps train chunks w, w + MATCH_WARPS, ..., then warp 0 merges
@@ -34,30 +35,21 @@ __device__ void hamming_cross_check(int3* __restrict__ forward, int n_query, con
     if (t >= 0 && backward[t].x != q) forward[q].x = -1;
 }
 
-extern "C" __global__ void match_hamming_knn2(
-    const unsigned int* __restrict__ query, int n_query,
-    const unsigned int* __restrict__ train, int n_train,
-    int3* __restrict__ out) {
-    hamming_knn2(query, n_query, train, n_train, out);
+extern "C" __global__ void match_hamming_knn2(const HammingKnn2Params p) {
+    hamming_knn2(p.query, p.n_query, p.train, p.n_train, p.out);
 }
 
-extern "C" __global__ void match_cross_check(
-    int3* __restrict__ forward, int n_query, const int3* __restrict__ backward) {
-    hamming_cross_check(forward, n_query, backward);
+extern "C" __global__ void match_cross_check(const CrossCheckParams p) {
+    hamming_cross_check(p.forward, p.n_query, p.backward);
 }
 
 // The same two for sets whose sizes the GPU wrote (a frame's keypoint count): the
 // counts are read on the device, so a CUDA graph sized for the largest sets replays
 // them for any count.
-extern "C" __global__ void match_hamming_knn2_counted(
-    const unsigned int* __restrict__ query, const unsigned int* __restrict__ n_query,
-    const unsigned int* __restrict__ train, const unsigned int* __restrict__ n_train,
-    int3* __restrict__ out) {
-    hamming_knn2(query, (int)*n_query, train, (int)*n_train, out);
+extern "C" __global__ void match_hamming_knn2_counted(const HammingKnn2CountedParams p) {
+    hamming_knn2(p.query, (int)*p.n_query, p.train, (int)*p.n_train, p.out);
 }
 
-extern "C" __global__ void match_cross_check_counted(
-    int3* __restrict__ forward, const unsigned int* __restrict__ n_query,
-    const int3* __restrict__ backward) {
-    hamming_cross_check(forward, (int)*n_query, backward);
+extern "C" __global__ void match_cross_check_counted(const CrossCheckCountedParams p) {
+    hamming_cross_check(p.forward, (int)*p.n_query, p.backward);
 }

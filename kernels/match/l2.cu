@@ -10,6 +10,7 @@
 // different train rows from 32 different banks, and the query rows are broadcasts.
 // Each run writes its queries' two nearest; match_l2_merge folds the runs together.
 #include "common/best2.cuh"
+#include "common/match_params.cuh"
 
 // L2_TILE (queries per block and train descriptors per tile) and L2_THREADS (a block's
 // threads) are -D defines from src/cuda/abi.rs.
@@ -24,7 +25,7 @@ __device__ __forceinline__ void load_tile(const uint4* __restrict__ src, int bas
 #pragma unroll
     for (int k = threadIdx.x; k < L2_TILE * 8; k += L2_THREADS) {
         const int row = k >> 3, chunk = k & 7;
-        const uint4 v = row < count ? src[(size_t)(base + row) * 8 + chunk] : make_uint4(0, 0, 0, 0);
+        const uint4 v = row < count ? __ldg(&src[(size_t)(base + row) * 8 + chunk]) : make_uint4(0, 0, 0, 0);
         uint2* to = reinterpret_cast<uint2*>(rows + row * STRIDE + 4 * chunk);
         to[0] = make_uint2(v.x, v.y);
         to[1] = make_uint2(v.z, v.w);
@@ -39,12 +40,9 @@ __device__ __forceinline__ void load_tile(const uint4* __restrict__ src, int bas
     }
 }
 
-// nearest_query (one per train descriptor, `distance << 32 | query`, preset to all ones)
-// receives each train descriptor's nearest query when the caller wants the cross-check;
-// null otherwise. partial[blockIdx.y * n_query + q] = (best index, best, second, 0).
-extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(
-    const uint4* __restrict__ query, int n_query, const uint4* __restrict__ train, int n_train,
-    int tiles_per_run, int4* __restrict__ partial, unsigned long long* __restrict__ nearest_query) {
+// nearest_query receives each train descriptor's nearest query when the caller wants
+// the cross-check (L2Knn2Params).
+extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(const L2Knn2Params p) {
     __shared__ __align__(8) unsigned int query_rows[L2_TILE * STRIDE];
     __shared__ __align__(8) unsigned int train_rows[L2_TILE * STRIDE];
     __shared__ unsigned int query_norms[L2_TILE];
@@ -53,26 +51,26 @@ extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(
 
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     const int q0 = blockIdx.x * L2_TILE;
-    const int query_count = min(L2_TILE, n_query - q0);
-    const bool mutual = nearest_query != nullptr;
-    load_tile(query, q0, query_count, query_rows, query_norms);
+    const int query_count = min(L2_TILE, p.n_query - q0);
+    const bool mutual = p.nearest_query != nullptr;
+    load_tile(p.query, q0, query_count, query_rows, query_norms);
 
     Best2 best[MICRO];
 #pragma unroll
     for (int i = 0; i < MICRO; ++i) best[i] = best2_empty();
 
-    const int n_tiles = (n_train + L2_TILE - 1) / L2_TILE;
-    const int first = blockIdx.y * tiles_per_run, last = min(first + tiles_per_run, n_tiles);
+    const int n_tiles = (p.n_train + L2_TILE - 1) / L2_TILE;
+    const int first = blockIdx.y * p.tiles_per_run, last = min(first + p.tiles_per_run, n_tiles);
     int previous_base = -1;
     for (int tile = first; tile < last; ++tile) {
-        const int base = tile * L2_TILE, count = min(L2_TILE, n_train - base);
+        const int base = tile * L2_TILE, count = min(L2_TILE, p.n_train - base);
         __syncthreads();  // the previous tile is no longer read
         if (mutual && threadIdx.x < L2_TILE) {
-            if (previous_base >= 0 && previous_base + (int)threadIdx.x < n_train)
-                atomicMin(&nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
+            if (previous_base >= 0 && previous_base + (int)threadIdx.x < p.n_train)
+                atomicMin(&p.nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
             column_nearest[threadIdx.x] = ~0ull;
         }
-        load_tile(train, base, count, train_rows, train_norms);
+        load_tile(p.train, base, count, train_rows, train_norms);
         __syncthreads();
 
         unsigned int dot[MICRO][MICRO];
@@ -119,8 +117,8 @@ extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(
     }
     if (mutual) {
         __syncthreads();
-        if (threadIdx.x < L2_TILE && previous_base >= 0 && previous_base + (int)threadIdx.x < n_train)
-            atomicMin(&nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
+        if (threadIdx.x < L2_TILE && previous_base >= 0 && previous_base + (int)threadIdx.x < p.n_train)
+            atomicMin(&p.nearest_query[previous_base + threadIdx.x], column_nearest[threadIdx.x]);
     }
 
     // The 16 lanes of a half warp share their queries: merge their train columns.
@@ -136,29 +134,27 @@ extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(
         }
         const int q = ty + 16 * i;
         if (tx == i && q < query_count)
-            partial[(size_t)blockIdx.y * n_query + q0 + q] =
+            p.partial[(size_t)blockIdx.y * p.n_query + q0 + q] =
                 make_int4(best[i].best_index, best[i].best, best[i].second, 0);
     }
 }
 
 // Folds the runs' partial results into each query's two nearest; with the cross-check,
 // a best match whose train descriptor's nearest query is another one gets index -1.
-extern "C" __global__ void match_l2_merge(const int4* __restrict__ partial, int runs, int n_query,
-                                          const unsigned long long* __restrict__ nearest_query,
-                                          int3* __restrict__ out) {
+extern "C" __global__ void match_l2_merge(const L2MergeParams p) {
     const int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= n_query) return;
+    if (q >= p.n_query) return;
     Best2 best = best2_empty();
-    for (int run = 0; run < runs; ++run) {
-        const int4 p = partial[(size_t)run * n_query + q];
+    for (int run = 0; run < p.runs; ++run) {
+        const int4 found = __ldg(&p.partial[(size_t)run * p.n_query + q]);
         Best2 b;
-        b.best_index = p.x;
-        b.best = p.y;
-        b.second = p.z;
+        b.best_index = found.x;
+        b.best = found.y;
+        b.second = found.z;
         best2_merge(best, b);
     }
-    if (nearest_query != nullptr && best.best_index >= 0 &&
-        (unsigned int)(nearest_query[best.best_index] & 0xffffffffu) != (unsigned int)q)
+    if (p.nearest_query != nullptr && best.best_index >= 0 &&
+        (unsigned int)(__ldg(&p.nearest_query[best.best_index]) & 0xffffffffu) != (unsigned int)q)
         best.best_index = -1;
-    out[q] = make_int3(best.best_index, best.best, best.second);
+    p.out[q] = make_int3(best.best_index, best.best, best.second);
 }

@@ -18,6 +18,7 @@ use crate::spec::sift_descriptor;
 pub mod image_params;
 #[cfg(test)]
 mod layout;
+pub mod match_params;
 
 /// A constant the kernels take as `-D NAME=value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,7 +366,11 @@ mod tests {
                 dog_out,
             }),
         ];
-        tables.into_iter().chain(image_params::layouts()).collect()
+        tables
+            .into_iter()
+            .chain(image_params::layouts())
+            .chain(match_params::layouts())
+            .collect()
     }
 
     /// The `ABI_SIZE(type, bytes)` and `ABI_OFFSET(type, field, bytes)` checks of every

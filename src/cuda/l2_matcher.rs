@@ -5,8 +5,9 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{result, CudaContext, CudaEvent, LaunchConfig};
+use cudarc::driver::{result, CudaContext, CudaEvent, CudaStream, LaunchConfig};
 
+use crate::cuda::abi::match_params::{L2Knn2Params, L2MergeParams};
 use crate::cuda::abi::{Knn2, L2_THREADS, L2_TILE};
 use crate::cuda::gpu::{Gpu, GpuDevice};
 use crate::cuda::kernel::Kernel;
@@ -126,7 +127,7 @@ impl CudaL2Matcher {
         &self.gpu.ctx
     }
 
-    pub(crate) fn stream(&self) -> &Arc<cudarc::driver::CudaStream> {
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.gpu.stream
     }
 
@@ -196,43 +197,72 @@ impl CudaL2Matcher {
         } else {
             0
         };
-        let (n_query_i32, runs_i32) = (query.1, launch.runs as i32);
-        let tiles_per_run = launch.tiles_per_run as i32;
-        // SAFETY: arguments match kernels/match/l2.cu in order and type: the descriptor
-        // buffers hold n_query / n_train rows of 128 bytes, `partial` holds runs *
-        // n_query int4, `nearest_query` (or null) n_train u64, `forward` n_query int3;
-        // the grid has one block per query tile and run, as the kernel indexes them.
+        let search = L2Knn2Params {
+            query: query.0,
+            train: train.0,
+            partial: scratch.partial.ptr,
+            nearest_query,
+            n_query: query.1,
+            n_train: train.1,
+            tiles_per_run: launch.tiles_per_run as i32,
+            padding: 0,
+        };
+        let merge = L2MergeParams {
+            partial: scratch.partial.ptr,
+            nearest_query,
+            out: scratch.forward.ptr,
+            runs: launch.runs as i32,
+            n_query: query.1,
+        };
+        // SAFETY: the descriptor buffers hold n_query / n_train rows of 128 bytes,
+        // `partial` holds runs * n_query int4, `nearest_query` (or null) n_train u64,
+        // `forward` n_query int3, on this stream's context until it is synchronised.
         unsafe {
-            self.knn2
-                .args(stream)
-                .arg(&query.0)
-                .arg(&query.1)
-                .arg(&train.0)
-                .arg(&train.1)
-                .arg(&tiles_per_run)
-                .arg(&scratch.partial.ptr)
-                .arg(&nearest_query)
-                .launch(LaunchConfig {
-                    grid_dim: (launch.query_tiles, launch.runs, 1),
-                    block_dim: (L2_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })?;
-            self.merge
-                .args(stream)
-                .arg(&scratch.partial.ptr)
-                .arg(&runs_i32)
-                .arg(&n_query_i32)
-                .arg(&nearest_query)
-                .arg(&scratch.forward.ptr)
-                .launch(LaunchConfig {
-                    grid_dim: ((n_query as u32).div_ceil(MERGE_THREADS), 1, 1),
-                    block_dim: (MERGE_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })?;
+            launch_knn2(&self.knn2, stream, launch, &search)?;
+            launch_merge(&self.merge, stream, &merge)?;
         }
         self.events[1].record(stream)?;
         download_knn2(&mut scratch.forward, n_query, stream)
     }
+}
+
+/// Queues `match_l2_knn2` on the grid of `launch`, the one `p.tiles_per_run` was
+/// computed for: a block per query tile and run, as the kernel indexes them.
+///
+/// # Safety
+/// `p.query` and `p.train` hold n_query / n_train descriptors, `p.partial` runs x n_query
+/// `int4` records and `p.nearest_query` is null or holds n_train `u64`, on `stream`'s
+/// context, until the stream has run the kernel.
+unsafe fn launch_knn2(
+    kernel: &Kernel,
+    stream: &CudaStream,
+    launch: Launch,
+    p: &L2Knn2Params,
+) -> Result<()> {
+    let config = LaunchConfig {
+        grid_dim: (launch.query_tiles, launch.runs, 1),
+        block_dim: (L2_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: `p` is the kernel's parameter struct; the blocks of `launch` read and
+    // write only the rows and records the caller vouches for.
+    unsafe { kernel.launch(stream, config, p) }
+}
+
+/// Queues `match_l2_merge`: a thread per query folds its runs' records.
+///
+/// # Safety
+/// `p.partial` holds runs x n_query `int4` records, `p.nearest_query` is null or holds
+/// a `u64` for every train index the records name, and `p.out` n_query [`Knn2`], on
+/// `stream`'s context, until the stream has run the kernel.
+unsafe fn launch_merge(kernel: &Kernel, stream: &CudaStream, p: &L2MergeParams) -> Result<()> {
+    let config = LaunchConfig {
+        grid_dim: ((p.n_query.max(1) as u32).div_ceil(MERGE_THREADS), 1, 1),
+        block_dim: (MERGE_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: `p` is the kernel's parameter struct; threads past n_query return at once.
+    unsafe { kernel.launch(stream, config, p) }
 }
 
 impl Scratch {

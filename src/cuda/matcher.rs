@@ -5,10 +5,10 @@
 
 use std::mem::size_of;
 
-use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::MatchConfig;
+use crate::cuda::abi::match_params::{CrossCheckParams, HammingKnn2Params};
 use crate::cuda::abi::{Knn2, MATCH_WARPS, WARP};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
@@ -166,21 +166,34 @@ impl CudaHammingMatcher {
             .at_least(n_train.max(1) as usize * size_of::<Knn2>(), |bytes| {
                 DeviceBuffer::new(ctx, bytes)
             })?;
-        let query_set = (query_ptr, n_query);
-        let train_set = (train_ptr, n_train);
+        let forward_search = HammingKnn2Params {
+            query: query_ptr,
+            train: train_ptr,
+            out: forward.ptr,
+            n_query,
+            n_train,
+        };
         // SAFETY: the query and train buffers hold n_query / n_train descriptors, forward
-        // one Knn2 per query and backward one per train descriptor; the cross-check's
-        // arguments match `match_cross_check` in order and type.
+        // one Knn2 per query and backward one per train descriptor, on this stream's
+        // context until it is synchronised below.
         unsafe {
-            launch_knn2(&self.knn2, stream, query_set, train_set, forward.ptr)?;
+            launch_knn2(&self.knn2, stream, &forward_search)?;
             if mutual && n_train > 0 {
-                launch_knn2(&self.knn2, stream, train_set, query_set, backward.ptr)?;
-                self.cross_check
-                    .args(stream)
-                    .arg(&forward.ptr)
-                    .arg(&n_query)
-                    .arg(&backward.ptr)
-                    .launch(one_thread_each(n_query))?;
+                let backward_search = HammingKnn2Params {
+                    query: train_ptr,
+                    train: query_ptr,
+                    out: backward.ptr,
+                    n_query: n_train,
+                    n_train: n_query,
+                };
+                launch_knn2(&self.knn2, stream, &backward_search)?;
+                let check = CrossCheckParams {
+                    forward: forward.ptr,
+                    backward: backward.ptr,
+                    n_query,
+                    padding: 0,
+                };
+                launch_cross_check(&self.cross_check, stream, &check)?;
             }
         }
         download_knn2(forward, n_query as usize, stream)
@@ -196,31 +209,32 @@ fn one_thread_each(n: i32) -> LaunchConfig {
     }
 }
 
-/// Queues `match_hamming_knn2` (kernels/match/hamming.cu): for each descriptor of
-/// `from`, its two nearest in `to` (each set a pointer and a count), into `out`.
+/// Queues `match_hamming_knn2` (kernels/match/hamming.cu): for each of `p.n_query`
+/// query descriptors, its two nearest among `p.n_train` train descriptors, into `p.out`.
 ///
 /// # Safety
-/// `from` and `to` hold their counts of 32-byte descriptors and `out` one [`Knn2`] per
-/// descriptor of `from`, on `stream`'s context, until the stream has run the kernel.
-unsafe fn launch_knn2(
+/// `p.query` and `p.train` hold their counts of 32-byte descriptors and `p.out` one
+/// [`Knn2`] per query, on `stream`'s context, until the stream has run the kernel.
+unsafe fn launch_knn2(kernel: &Kernel, stream: &CudaStream, p: &HammingKnn2Params) -> Result<()> {
+    // SAFETY: `p` is the kernel's parameter struct; it reads the two sets and writes
+    // n_query records, the sizes the caller vouches for.
+    unsafe { kernel.launch(stream, knn2_launch(p.n_query.max(1) as u32), p) }
+}
+
+/// Queues `match_cross_check` (kernels/match/hamming.cu): a query's best match is kept
+/// only if that train descriptor's best is the query back.
+///
+/// # Safety
+/// `p.forward` holds one [`Knn2`] per query and `p.backward` one per train descriptor
+/// its best indices name, on `stream`'s context, until the stream has run the kernel.
+unsafe fn launch_cross_check(
     kernel: &Kernel,
     stream: &CudaStream,
-    from: (CUdeviceptr, i32),
-    to: (CUdeviceptr, i32),
-    out: CUdeviceptr,
+    p: &CrossCheckParams,
 ) -> Result<()> {
-    // SAFETY: the arguments follow the kernel's parameters in order and type; the
-    // buffers are the caller's promise.
-    unsafe {
-        kernel
-            .args(stream)
-            .arg(&from.0)
-            .arg(&from.1)
-            .arg(&to.0)
-            .arg(&to.1)
-            .arg(&out)
-            .launch(knn2_launch(from.1.max(1) as u32))
-    }
+    // SAFETY: `p` is the kernel's parameter struct; it reads and rewrites the n_query
+    // forward records and reads the backward records they name, as the caller vouches.
+    unsafe { kernel.launch(stream, one_thread_each(p.n_query), p) }
 }
 
 impl NearestTwo for CudaHammingMatcher {

@@ -63,6 +63,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/blur_jobs.cuh"),
     kernel_file!("common/blur_tiles.cuh"),
     kernel_file!("common/image_params.cuh"),
+    kernel_file!("common/match_params.cuh"),
 ];
 
 const fn module(

@@ -11,6 +11,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::OrbScore;
+use crate::cuda::abi::match_params::{CrossCheckCountedParams, HammingKnn2CountedParams};
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
 use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAP_WORDS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, Train};
@@ -134,22 +135,6 @@ pub struct DescribeArgs {
     pub train_count: CUdeviceptr,
     pub matches: CUdeviceptr,
     pub per_block: i32,
-}
-
-/// `match_hamming_knn2_counted` (kernels/match/hamming.cu): counts read on the GPU.
-pub struct Knn2CountedArgs {
-    pub query: CUdeviceptr,
-    pub n_query: CUdeviceptr,
-    pub train: CUdeviceptr,
-    pub n_train: CUdeviceptr,
-    pub out: CUdeviceptr,
-}
-
-/// `match_cross_check_counted` (kernels/match/hamming.cu).
-pub struct CrossCheckCountedArgs {
-    pub forward: CUdeviceptr,
-    pub n_query: CUdeviceptr,
-    pub backward: CUdeviceptr,
 }
 
 /// The typed launches. Each is unsafe for one reason: the kernel reads and writes the
@@ -374,38 +359,22 @@ impl Kernels {
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &Knn2CountedArgs,
+        p: &HammingKnn2CountedParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `match_hamming_knn2_counted`'s parameters in
-        // order and type; the caller vouches for the pointers.
-        unsafe {
-            self.knn2_counted
-                .args(stream)
-                .arg(&a.query)
-                .arg(&a.n_query)
-                .arg(&a.train)
-                .arg(&a.n_train)
-                .arg(&a.out)
-                .launch(config)
-        }
+        // SAFETY: `p` is `match_hamming_knn2_counted`'s parameter struct; the caller
+        // vouches for the pointers (each set holds the count its pointer names).
+        unsafe { self.knn2_counted.launch(stream, config, p) }
     }
 
     pub unsafe fn cross_check_counted(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &CrossCheckCountedArgs,
+        p: &CrossCheckCountedParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `match_cross_check_counted`'s parameters in
-        // order and type; the caller vouches for the pointers.
-        unsafe {
-            self.cross_check_counted
-                .args(stream)
-                .arg(&a.forward)
-                .arg(&a.n_query)
-                .arg(&a.backward)
-                .launch(config)
-        }
+        // SAFETY: `p` is `match_cross_check_counted`'s parameter struct; the caller
+        // vouches for the pointers (`backward` covers every index `forward` names).
+        unsafe { self.cross_check_counted.launch(stream, config, p) }
     }
 }
 
@@ -610,7 +579,7 @@ impl CudaOrbExtractor {
                 k.knn2_counted(
                     stream,
                     plan.shapes.knn2,
-                    &Knn2CountedArgs {
+                    &HammingKnn2CountedParams {
                         query: previous.buffer.ptr,
                         n_query: previous.count.ptr,
                         train: descriptors,
@@ -621,7 +590,7 @@ impl CudaOrbExtractor {
                 k.cross_check_counted(
                     stream,
                     plan.shapes.cross_check,
-                    &CrossCheckCountedArgs {
+                    &CrossCheckCountedParams {
                         forward: plan.outputs.matches.ptr,
                         n_query: count,
                         backward: plan.backward.ptr,

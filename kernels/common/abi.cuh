@@ -7,10 +7,9 @@
 //
 // Every kernel takes one parameter struct (common/*_params.cuh) by value. Pointers come
 // first and 4-byte fields fill whole 8-byte words, with an explicit `padding` field
-// where they would not, so every byte is a field the host sets. NVRTC ignores
-// __restrict__ on struct members: a kernel copies the pointers it reads or writes
-// without aliasing into __restrict__ locals, the promise that lets read-only loads take
-// the non-coherent path and loads move past stores.
+// where they would not, so every byte is a field the host sets. The kernels' read-only
+// loads say so with __ldg (common/read_only.cuh): NVRTC ignores __restrict__ on struct
+// members.
 #pragma once
 
 // NVRTC serves no <cstddef> and NVRTC 12 knows no __builtin_offsetof: the offset is

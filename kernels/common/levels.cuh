@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/abi.cuh"
+#include "common/read_only.cuh"
 
 struct OrbLevel {
     int width, height;
@@ -39,7 +40,7 @@ __device__ __forceinline__ int corner_row_words(int width) { return (width + 31)
 
 // Copies the level table into shared memory; call from every thread, then __syncthreads().
 __device__ __forceinline__ void load_levels(OrbLevel* dst, const OrbLevel* src, int n_levels) {
-    for (int i = threadIdx.x; i < n_levels; i += blockDim.x) dst[i] = src[i];
+    for (int i = threadIdx.x; i < n_levels; i += blockDim.x) dst[i] = ldg_words(src + i);
 }
 
 // A tile of a level: work item `item` of the tiles of levels first..last, numbered

@@ -7,6 +7,7 @@
 // lane t only ever touches bank t, so every access of the warp is conflict-free.
 #include "common/levels.cuh"
 #include "common/hamming.cuh"
+#include "common/orb_params.cuh"
 
 // PATCH_RADIUS (the rotated 31x31 pattern reaches 18.4 px) and PATCH_ROW_WORDS (a row
 // of PATCH_SIDE bytes in whole words) are -D defines from src/cuda/abi.rs.
@@ -44,9 +45,9 @@ __device__ __forceinline__ void load_patches(unsigned int* patch, int wid, int l
             shift = (unsigned int)(reinterpret_cast<size_t>(start) & 3u);
             const unsigned int* aligned = reinterpret_cast<const unsigned int*>(start - shift);
 #pragma unroll
-            for (int k = 0; k < PATCH_ROW_WORDS; ++k) word[k] = aligned[k];
+            for (int k = 0; k < PATCH_ROW_WORDS; ++k) word[k] = __ldg(&aligned[k]);
             // The row's last byte lies in word 10 only when the row starts 2 or 3 bytes in.
-            word[PATCH_ROW_WORDS] = shift >= 2 ? aligned[PATCH_ROW_WORDS] : 0u;
+            word[PATCH_ROW_WORDS] = shift >= 2 ? __ldg(&aligned[PATCH_ROW_WORDS]) : 0u;
         } else {
 #pragma unroll
             for (int k = 0; k <= PATCH_ROW_WORDS; ++k) word[k] = 0u;
@@ -65,23 +66,7 @@ struct DescribeScratch {
     int m10[WARP], m01[WARP];
 };
 
-extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe(
-    const unsigned char* __restrict__ pyramid,
-    const unsigned char* __restrict__ smoothed,
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const int* __restrict__ umax,             // 16 entries: half-width of row v of the circle
-    const char4* __restrict__ pattern,        // 256 tests (x1, y1, x2, y2)
-    const unsigned int* __restrict__ kept,    // [n_levels] = keypoints to describe
-    const unsigned int* __restrict__ kp_yx,
-    const int* __restrict__ kp_level,
-    int2* __restrict__ moments,               // (m10, m01) per keypoint
-    unsigned int* __restrict__ descriptors,   // 8 words per keypoint
-    const unsigned int* __restrict__ train,   // resident train set (8 words each) or null
-    const unsigned int* __restrict__ train_count,  // its size, read here: a graph replays
-                                              // for every count a resident set takes
-    int3* __restrict__ matches,               // (best index, best, second best) per keypoint
-    int per_block) {                          // keypoints per block, at most WARP
+extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe(const OrbDescribeParams p) {
     // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb/shapes.rs): over the
     // 48 KB of static shared memory.
     extern __shared__ unsigned int patch[];
@@ -93,17 +78,18 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
     static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP <= PATCH_WORDS * WARP, "scratch fits in the patch");
 
     const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
-    const int n = (int)kept[n_levels];
-    const int n_train = train != nullptr ? (int)*train_count : 0;
+    const int n = (int)__ldg(&p.kept[p.n_levels]);
+    const int n_train = p.train != nullptr ? (int)__ldg(p.train_count) : 0;
     // Grid-stride over groups of `per_block` keypoints (fewer than 32 spread small
     // frames over more SMs), so a grid sized to N SMs covers any count.
-    for (int group = blockIdx.x * per_block; group < n; group += gridDim.x * per_block) {
+    for (int group = blockIdx.x * p.per_block; group < n; group += gridDim.x * p.per_block) {
         const int i = group + lane;
-        const bool active = lane < per_block && i < n;
+        const bool active = lane < p.per_block && i < n;
         int centre = 0, width = 0;
         if (active) {
-            const OrbLevel lv = level_table[kp_level[i]];
-            const int x = kp_yx[i] & 0xffff, y = kp_yx[i] >> 16;
+            const OrbLevel lv = ldg_words(&p.level_table[__ldg(&p.keypoints.level[i])]);
+            const unsigned int yx = __ldg(&p.keypoints.yx[i]);
+            const int x = yx & 0xffff, y = yx >> 16;
             centre = lv.offset + y * lv.width + x;
             width = lv.width;
         }
@@ -114,11 +100,11 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
 
         // Orientation from the unsmoothed level: rows of the circle split over warps,
         // integer sums (order-independent) gathered by shared atomics.
-        load_patches(patch, wid, lane, active, pyramid + centre, width, ORIENT_RADIUS);
+        load_patches(patch, wid, lane, active, p.pyramid + centre, width, ORIENT_RADIUS);
         __syncthreads();
         int m10 = 0, m01 = 0;
         for (int v = wid - ORIENT_RADIUS; v <= ORIENT_RADIUS; v += DESCRIBE_WARPS) {
-            int half = umax[abs(v)];
+            int half = __ldg(&p.umax[abs(v)]);
             for (int u = -half; u <= half; ++u) {
                 int value = patch_at(patch, lane, v, u);
                 m10 += u * value;
@@ -130,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         __syncthreads();
         m10 = scratch.m10[lane];
         m01 = scratch.m01[lane];
-        if (wid == 0 && active) moments[i] = make_int2(m10, m01);
+        if (wid == 0 && active) p.moments[i] = make_int2(m10, m01);
 
         // Steering without trigonometry, correctly rounded f64 with no contraction.
         double cosine = 1.0, sine = 0.0;
@@ -142,14 +128,14 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         }
 
         // The same private words now hold the smoothed level.
-        load_patches(patch, wid, lane, active, smoothed + centre, width, PATCH_RADIUS);
+        load_patches(patch, wid, lane, active, p.smoothed + centre, width, PATCH_RADIUS);
         __syncthreads();
         // Warp wid runs tests wid*TESTS_PER_WARP.. (little-endian words give byte k/8,
         // bit k%8: OpenCV's order).
         unsigned int bits = 0;
         const int first = wid * TESTS_PER_WARP;
         for (int b = 0; b < TESTS_PER_WARP; ++b) {
-            char4 t = pattern[first + b];
+            char4 t = __ldg(&p.pattern[first + b]);
             int s[2];
 #pragma unroll
             for (int p = 0; p < 2; ++p) {
@@ -168,12 +154,12 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         unsigned int desc[DESC_WORDS];
 #pragma unroll
         for (int w = 0; w < DESC_WORDS; ++w) desc[w] = words[w * WARP + lane];
-        if (active && wid < DESC_WORDS) descriptors[i * DESC_WORDS + wid] = desc[wid];
+        if (active && wid < DESC_WORDS) p.descriptors[i * DESC_WORDS + wid] = desc[wid];
 
         // Fused matching while the descriptor is on chip: each warp sweeps a slice of
         // the train set, then warp 0 merges the slices (inactive lanes help the sweep).
-        if (train != nullptr) {
-            Best2 mine = warp_best2(desc, train, n_train, wid * WARP, DESCRIBE_WARPS * WARP);
+        if (p.train != nullptr) {
+            Best2 mine = warp_best2(desc, p.train, n_train, wid * WARP, DESCRIBE_WARPS * WARP);
             candidates[wid * WARP + lane] = make_int3(mine.best_index, mine.best, mine.second);
             __syncthreads();
             if (wid == 0 && active) {
@@ -190,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
                         other = min(other, c.y);
                     }
                 }
-                matches[i] = make_int3(winner.x, winner.y, min(winner.z, other));
+                p.matches[i] = make_int3(winner.x, winner.y, min(winner.z, other));
             }
         }
         __syncthreads();  // the next group overwrites patch and scratch

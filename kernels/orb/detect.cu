@@ -3,6 +3,7 @@
 // 3x3 non-maximum suppression and compaction of the survivors in one launch
 // (docs/orb-reference.md sections 2-4, 7).
 #include "common/levels.cuh"
+#include "common/orb_params.cuh"
 #include "common/warp_append.cuh"
 
 #define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
@@ -175,13 +176,9 @@ __device__ __forceinline__ void stage_tile(unsigned char (*pixels)[SCORE_PITCH],
 // The separable 7x7 Gaussian (docs/orb-reference.md section 7) of the staged tile, in
 // fixed point: the taps sum to 256, so a horizontal sum fits 16 bits and the two
 // passes scale by 2^16; integer sums are exact, so this is the reference's value.
-// The taps come packed as bytes (each is under 256; src/cuda/orb/shapes.rs packs them):
-// `taps_0123` = w0..w3, `taps_456` = w4, w5, w6, 0, `taps_x012` = 0, w0, w1, w2,
-// `taps_3456` = w3..w6. Byte dot products do the arithmetic: __dp4a sums four
-// pixel x tap products, __dp2a two 16-bit row sums x taps.
-struct SmoothTaps {
-    unsigned int taps_0123, taps_456, taps_x012, taps_3456;
-};
+// The taps come packed as bytes (SmoothTaps, common/orb_params.cuh). Byte dot products
+// do the arithmetic: __dp4a sums four pixel x tap products, __dp2a two 16-bit row sums
+// x taps.
 
 // Rows of horizontal sums stored in pairs: word c of pair p holds row 2p's sum at
 // column c in its low half and row 2p + 1's in its high half, the operand layout of
@@ -290,51 +287,38 @@ __device__ __forceinline__ int pre_test_warp_pixels(const unsigned char (*pixels
 // counts instructions per pixel: byte dot products for the smoothing, 3-instruction
 // byte compares for the masks, no bounds checks on interior tiles: a quarter fewer
 // instructions and time for this kernel on 8 SMs of an H200 at 1080p.
-extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
-    const unsigned char* __restrict__ pyramid,
-    const OrbLevel* __restrict__ level_table,
-    int first_level,  // levels first_level .. n_levels - 1
-    int n_levels,
-    const unsigned int* __restrict__ arc_bits,
-    int threshold,
-    unsigned int taps_0123,  // the smoothing's 7 taps as bytes (SmoothTaps)
-    unsigned int taps_456,
-    unsigned int taps_x012,
-    unsigned int taps_3456,
-    unsigned char* __restrict__ scores,
-    unsigned int* __restrict__ corner_bits,   // a bit per pixel: a corner at `threshold`
-    unsigned char* __restrict__ smoothed) {  // same layout as `pyramid`
+extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(const OrbFastScoreParams p) {
     __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
     __shared__ uint4 row_pairs[SPAN_PAIRS][SCORE_TILE_W / 4];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
     __shared__ unsigned int corner_words[SCORE_WARPS][WARP_ROWS * 2];  // the warp's rows' bitmap words
-    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = arc_bits[i];
-    load_levels(levels, level_table, n_levels);
+    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = __ldg(&p.arc_bits[i]);
+    load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
-    const SmoothTaps taps = {taps_0123, taps_456, taps_x012, taps_3456};
+    const SmoothTaps taps = p.taps;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const unsigned int lanes_below = (1u << lane) - 1u;
     unsigned short* list = candidates[warp];
 
     LevelTile tile;
     for (int item = blockIdx.x;
-         level_tile(levels, first_level, n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
+         level_tile(levels, p.first_level, p.n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
          item += gridDim.x) {
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;
-        unsigned char* level_scores = scores + offset;
+        unsigned char* level_scores = p.scores + offset;
         if (lane < WARP_ROWS * 2) corner_words[warp][lane] = 0u;  // ordered by the pre-test's __syncwarp
-        stage_tile(pixels, pyramid + offset, width, height, tile.x0, tile.y0);
+        stage_tile(pixels, p.pyramid + offset, width, height, tile.x0, tile.y0);
         __syncthreads();
         smooth_rows(pixels, row_pairs, taps);
         const bool interior = tile.x0 >= RING_RADIUS && tile.x0 + SCORE_TILE_W <= width - RING_RADIUS &&
                               tile.y0 >= RING_RADIUS && tile.y0 + SCORE_TILE_H <= height - RING_RADIUS;
-        const int listed =
-            interior ? pre_test_warp_pixels<true>(pixels, threshold, level_scores, width, height, tile.x0, tile.y0, list)
-                     : pre_test_warp_pixels<false>(pixels, threshold, level_scores, width, height, tile.x0, tile.y0,
-                                                   list);
+        const int listed = interior ? pre_test_warp_pixels<true>(pixels, p.threshold, level_scores, width, height,
+                                                                 tile.x0, tile.y0, list)
+                                    : pre_test_warp_pixels<false>(pixels, p.threshold, level_scores, width, height,
+                                                                  tile.x0, tile.y0, list);
         // The decision on the pre-test's survivors, 32 at a time; corners move down the
         // list in place (an entry is written at or below its own index, after the whole
         // warp has read its 32). The barrier also orders the pre-test's zero scores
@@ -347,10 +331,10 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
             bool corner = false;
             if (j < listed) {
-                const unsigned char* p = &pixels[r + RING_RADIUS][c + RING_RADIUS];
+                const unsigned char* pixel = &pixels[r + RING_RADIUS][c + RING_RADIUS];
                 unsigned int ring[4];
-                load_ring<SCORE_PITCH>(p, ring);
-                corner = is_corner(ring, p[0], arc, threshold);
+                load_ring<SCORE_PITCH>(pixel, ring);
+                corner = is_corner(ring, pixel[0], arc, p.threshold);
             }
             const unsigned int found = __ballot_sync(0xffffffffu, corner);
             __syncwarp();
@@ -371,13 +355,13 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
         if (lane < WARP_ROWS * 2) {
             const int y = tile.y0 + warp * WARP_ROWS + lane / 2, x = tile.x0 + 32 * (lane % 2);
             if (y < height && x < width)
-                corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
+                p.corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
                     corner_words[warp][lane];
         }
         // Every row sum is written and every read of `pixels` done: the next tile's
         // staging waits at its own barrier for this tile's vertical pass.
         __syncthreads();
-        smooth_columns(reinterpret_cast<const unsigned int(*)[SCORE_TILE_W]>(row_pairs), taps, smoothed + offset,
+        smooth_columns(reinterpret_cast<const unsigned int(*)[SCORE_TILE_W]>(row_pairs), taps, p.smoothed + offset,
                        width, height, tile.x0, tile.y0);
     }
 }
@@ -385,7 +369,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(
 // Strict 3x3 non-maximum suppression at threshold T: s(p) >= T and s(p) > s_T(q) for
 // the 8 neighbours, where s_T(q) is s(q) when s(q) >= T and 0 otherwise.
 __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, int threshold) {
-    int centre = s[0];
+    int centre = __ldg(s);
     if (centre < threshold) return false;
     bool keep = true;
 #pragma unroll
@@ -393,7 +377,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 #pragma unroll
         for (int dx = -1; dx <= 1; ++dx) {
             if (dx == 0 && dy == 0) continue;
-            int q = s[dy * width + dx];
+            int q = __ldg(&s[dy * width + dx]);
             keep &= (q < threshold) || (centre > q);
         }
     return keep;
@@ -421,60 +405,44 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // loads' latency (no spill since the bitmap scan). Blocks of one or two warps (32
 // per SM) were faster on 8 SMs but slower at 640x480 on the full chip (an H200's
 // frame 0.119-0.127 ms instead of 0.117): fewer threads scan each cell.
-extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(
-    const unsigned char* __restrict__ scores,
-    const unsigned int* __restrict__ corner_bits,  // orb_fast_score's bitmap
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    int total_cells,
-    int fast_threshold,
-    int min_fast_threshold,
-    int harris,
-    unsigned int* level_counts,                // per level, start at 0
-    unsigned int* __restrict__ cell_starts,    // first slot of each cell's members
-    unsigned int* __restrict__ cell_counts,    // members of each cell
-    unsigned int* __restrict__ cand_yx,        // y << 16 | x
-    int* __restrict__ cand_cell,               // cell within the level
-    long long* __restrict__ cand_key,
-    unsigned char* __restrict__ cand_score,    // FAST score s
-    unsigned int* level_hist) {                // per level 256 bins of s, start at 0
+extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(const OrbCellCandidatesParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int listed_yx[CELL_LIST];
     __shared__ unsigned char listed_score[CELL_LIST];
     __shared__ unsigned int strong_count, weak_count, first_slot, appended;
     const int thread = threadIdx.y * blockDim.x + threadIdx.x;
     const int threads = blockDim.x * blockDim.y;
-    load_levels(levels, level_table, n_levels);
+    load_levels(levels, p.level_table, p.n_levels);
     if (thread == 0) {
         strong_count = 0u;
         weak_count = 0u;
     }
     __syncthreads();
-    for (int id = blockIdx.x; id < total_cells; id += gridDim.x) {
-        const int l = cell_level(levels, n_levels, id);
+    for (int id = blockIdx.x; id < p.total_cells; id += gridDim.x) {
+        const int l = cell_level(levels, p.n_levels, id);
         const OrbLevel& lv = levels[l];
         const int cell = id - lv.cell_offset;
         const int row = cell / lv.n_cols, col = cell - row * lv.n_cols;
         const int x0 = lv.edge + col * lv.cell_w, x1 = min(x0 + lv.cell_w, lv.width - lv.edge);
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
-        const unsigned char* level_scores = scores + lv.offset;
+        const unsigned char* level_scores = p.scores + lv.offset;
         unsigned int strong = 0;
         // A thread takes one bitmap word of one row of the cell at a time (x0 and x1
         // cut the first and last words) and tests the pixels of its set bits.
-        const unsigned int* level_bits = corner_bits + lv.corner_words;
+        const unsigned int* level_bits = p.corner_bits + lv.corner_words;
         const int first_word = x0 / 32, last_word = (x1 - 1) / 32, row_words = corner_row_words(lv.width);
         const int cell_words = last_word - first_word + 1;
         for (int item = thread; item < (y1 - y0) * cell_words; item += threads) {
             const int y = y0 + item / cell_words, word = first_word + item % cell_words;
-            unsigned int bits = level_bits[y * row_words + word];
+            unsigned int bits = __ldg(&level_bits[y * row_words + word]);
             if (word == first_word) bits &= ~0u << (x0 % 32);
             if (word == last_word) bits &= ~0u >> (31 - (x1 - 1) % 32);
             for (; bits; bits &= bits - 1) {
                 const int x = word * 32 + __ffs(bits) - 1;
                 const unsigned char* s = level_scores + y * lv.width + x;
-                if (!survives_nms(s, lv.width, min_fast_threshold)) continue;
-                const int centre = s[0];
-                strong += centre >= fast_threshold;
+                if (!survives_nms(s, lv.width, p.min_fast_threshold)) continue;
+                const int centre = __ldg(s);
+                strong += centre >= p.fast_threshold;
                 const unsigned int k = warp_append(&weak_count, 0);
                 if (k < CELL_LIST) {
                     listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
@@ -484,17 +452,17 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
         }
         if (strong) atomicAdd(&strong_count, strong);
         __syncthreads();
-        const int threshold = strong_count ? fast_threshold : min_fast_threshold;
+        const int threshold = strong_count ? p.fast_threshold : p.min_fast_threshold;
         const unsigned int found = strong_count ? strong_count : weak_count;
         const unsigned int listed = weak_count;
         if (thread == 0) {
-            const unsigned int first = found ? atomicAdd(level_counts + l, found) : 0u;
+            const unsigned int first = found ? atomicAdd(p.counters.level_counts + l, found) : 0u;
             const unsigned int capacity = (unsigned int)lv.cand_capacity;
             first_slot = first;
             appended = 0u;
-            cell_starts[id] = (unsigned int)lv.cand_offset + first;
+            p.cell_starts[id] = (unsigned int)lv.cand_offset + first;
             // Never past the level's slots (cannot happen: capacity bounds strict NMS).
-            cell_counts[id] = first < capacity ? min(found, capacity - first) : 0u;
+            p.cell_counts[id] = first < capacity ? min(found, capacity - first) : 0u;
         }
         __syncthreads();
         if (thread == 0) {  // every thread has read them; the next cell counts from 0
@@ -506,11 +474,11 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
             const unsigned int slot = first_slot + warp_append(&appended, 0);
             if (slot >= (unsigned int)lv.cand_capacity) return;
             const int c = lv.cand_offset + (int)slot;
-            cand_yx[c] = ((unsigned int)y << 16) | (unsigned int)x;
-            cand_cell[c] = cell;
-            cand_score[c] = (unsigned char)s;
-            atomicAdd(level_hist + l * 256 + s, 1u);
-            if (!harris) cand_key[c] = (long long)s;
+            p.candidates.yx[c] = ((unsigned int)y << 16) | (unsigned int)x;
+            p.candidates.cell[c] = cell;
+            p.candidates.score[c] = (unsigned char)s;
+            atomicAdd(p.counters.score_histograms + l * 256 + s, 1u);
+            if (!p.harris) p.candidates.key[c] = (long long)s;
         };
         if (listed <= CELL_LIST) {
             for (int k = thread; k < (int)listed; k += threads) {
@@ -523,7 +491,7 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
             for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
                 for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
                     const unsigned char* s = level_scores + y * lv.width + x;
-                    if (survives_nms(s, lv.width, threshold)) append(y, x, s[0]);
+                    if (survives_nms(s, lv.width, threshold)) append(y, x, __ldg(s));
                 }
         }
         __syncthreads();  // the next cell reuses the list and `appended`

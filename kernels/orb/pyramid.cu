@@ -13,6 +13,7 @@
 // blocks than that.
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
+#include "common/orb_params.cuh"
 
 // Fixed-point bilinear tap: destination coordinate -> (source index, weight of the
 // second source pixel out of 256). Built on the host (src/spec/pyramid.rs); mirrored
@@ -43,14 +44,9 @@ __device__ __forceinline__ int second_tap(ResizeTap t) { return t.w1 ? t.src + 1
 // At most 32 registers (8 blocks of 256 threads per SM, as before the run stepping
 // below took 40): the grid is sized from the occupancy, and more resident warps hide
 // the source loads' latency.
-extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const ResizeTap* __restrict__ taps,
-    unsigned char* pyramid,  // every level, packed; level 0 holds the frame
-    unsigned int* barrier_state) {
+extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(const OrbPyramidParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
+    load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
 
     // Warps take runs of RESIZE_RUN pixels of one row in turn: a warp shares its row's
@@ -62,16 +58,16 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(
     // barrier that follows its writing.
     const int warps = gridDim.x * (blockDim.x / 32);
     const int first_warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int l = 1; l < n_levels; ++l) {
+    for (int l = 1; l < p.n_levels; ++l) {
         const OrbLevel& stored = levels[l - 1];
         const OrbLevel& next = levels[l];
-        const unsigned char* source = pyramid + stored.offset;
-        unsigned char* level = pyramid + next.offset;
+        const unsigned char* source = p.pyramid + stored.offset;
+        unsigned char* level = p.pyramid + next.offset;
         const int runs_per_row = (next.width + RESIZE_RUN - 1) / RESIZE_RUN;
         const int step_rows = warps / runs_per_row, step_runs = warps % runs_per_row;
         int y = first_warp / runs_per_row, row_run = first_warp % runs_per_row;
         for (int run = first_warp; run < runs_per_row * next.height; run += warps) {
-            const ResizeTap ty = taps[next.taps_y + y];
+            const ResizeTap ty = ldg_words(&p.taps[next.taps_y + y]);
             const unsigned char* top = source + ty.src * stored.width;
             const unsigned char* bottom = source + second_tap(ty) * stored.width;
             unsigned char* out = level + y * next.width;
@@ -79,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(
 #pragma unroll
             for (int x = x0; x < x0 + RESIZE_RUN; x += 32)
                 if (x < next.width) {
-                    const ResizeTap tx = taps[next.taps_x + x];
+                    const ResizeTap tx = ldg_words(&p.taps[next.taps_x + x]);
                     const int x1 = second_tap(tx);
                     out[x] = (unsigned char)blend(top[tx.src], top[x1], bottom[tx.src], bottom[x1], tx, ty);
                 }
@@ -90,6 +86,6 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(
                 ++y;
             }
         }
-        if (l + 1 < n_levels) grid_barrier(barrier_state);
+        if (l + 1 < p.n_levels) grid_barrier(p.barrier_state);
     }
 }

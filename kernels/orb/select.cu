@@ -18,6 +18,7 @@
 //    memory, so the quadratic part reads no global memory.
 #include "common/levels.cuh"
 #include "common/harris.cuh"
+#include "common/orb_params.cuh"
 #include "common/warp_append.cuh"
 
 // ORB_SCORE_BINS (bins of a level's FAST-score histogram), SELECT_THREADS (threads of
@@ -86,38 +87,24 @@ __device__ __forceinline__ void for_each_tie(const Ties& ties, Body body) {
         for (unsigned int t = threadIdx.x; t < ties.listed; t += blockDim.x) body(ties.list_yx[t], ties.list_slot[t]);
     } else {
         for (unsigned int i = threadIdx.x; i < ties.n; i += blockDim.x)
-            if ((int)ties.cand_score[i] == ties.cut) body(ties.cand_yx[i], i);
+            if ((int)__ldg(&ties.cand_score[i]) == ties.cut) body(__ldg(&ties.cand_yx[i]), i);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidates(
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const unsigned int* __restrict__ level_hist,  // n_levels * ORB_SCORE_BINS
-    const int* __restrict__ quotas,
-    int harris,
-    const unsigned int* __restrict__ cand_yx,
-    const int* __restrict__ cand_cell,
-    const long long* __restrict__ cand_key,       // the FAST key (read when !harris)
-    const unsigned char* __restrict__ cand_score,
-    long long* __restrict__ record_key,           // records at each level's first slot
-    unsigned int* __restrict__ record_yx,
-    unsigned int* __restrict__ record_cell,
-    unsigned int* __restrict__ level_records) {   // records per level
+extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidates(const OrbSelectCandidatesParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int bins[ORB_SCORE_BINS];
     __shared__ unsigned int tie_yx[TIE_LIST], tie_slot[TIE_LIST];
     __shared__ int cut;                     // s*; -1 keeps every candidate
     __shared__ unsigned int tie_quota, ties, listed, n_records, digit, rest;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    load_levels(levels, level_table, n_levels);
+    load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
 
-    for (int l = blockIdx.x; l < n_levels; l += gridDim.x) {
+    for (int l = blockIdx.x; l < p.n_levels; l += gridDim.x) {
         const OrbLevel& lv = levels[l];
-        const unsigned int quota = (unsigned int)quotas[l];
-        const unsigned int n = min(level_counts[l], (unsigned int)lv.cand_capacity);
+        const unsigned int quota = (unsigned int)__ldg(&p.quotas[l]);
+        const unsigned int n = min(__ldg(&p.counters.level_counts[l]), (unsigned int)lv.cand_capacity);
         const bool selects = min(n, quota) > 0u;
         if (threadIdx.x == 0) {
             listed = 0u;
@@ -128,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
             unsigned int count[8], sum = 0;
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
-                count[k] = level_hist[l * ORB_SCORE_BINS + 8 * lane + k];
+                count[k] = __ldg(&p.counters.score_histograms[l * ORB_SCORE_BINS + 8 * lane + k]);
                 sum += count[k];
             }
             unsigned int at_least = sum;  // #{s >= 8 lane}: suffix sum over the lanes
@@ -161,27 +148,27 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
         __syncthreads();
         if (selects) {
             const int first = lv.cand_offset;
-            long long* key = record_key + first;
-            unsigned int* yx_out = record_yx + first;
-            unsigned int* cell_out = record_cell + first;
+            long long* key = p.records.key + first;
+            unsigned int* yx_out = p.records.yx + first;
+            unsigned int* cell_out = p.records.cell + first;
             const int s_cut = cut;
             const bool list_ties = ties <= TIE_LIST;
             auto add_record = [&](unsigned int slot, unsigned int yx) {
                 const unsigned int k = warp_append(&n_records, 0);
                 yx_out[k] = yx;
-                cell_out[k] = (unsigned int)cand_cell[first + slot];
-                key[k] = harris ? 0ll : cand_key[first + slot];
+                cell_out[k] = (unsigned int)__ldg(&p.candidates.cell[first + slot]);
+                key[k] = p.harris ? 0ll : ldg_i64(&p.candidates.key[first + slot]);
             };
 
             // s > s* kept at once, the ties listed.
             for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
-                const int s = cand_score[first + i];
+                const int s = __ldg(&p.candidates.score[first + i]);
                 if (s > s_cut) {
-                    add_record(i, cand_yx[first + i]);
+                    add_record(i, __ldg(&p.candidates.yx[first + i]));
                 } else if (s == s_cut && list_ties) {
                     const unsigned int t = warp_append(&listed, 0);
                     if (t < TIE_LIST) {
-                        tie_yx[t] = cand_yx[first + i];
+                        tie_yx[t] = __ldg(&p.candidates.yx[first + i]);
                         tie_slot[t] = i;
                     }
                 }
@@ -190,8 +177,8 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
             // y << 16 | x <= the tie_quota-th smallest, found 8 bits at a time.
             if (s_cut >= 0) {
                 __syncthreads();  // the list is complete
-                const Ties level_ties{list_ties ? listed : 0u, tie_yx, tie_slot, n, cand_yx + first,
-                                      cand_score + first, s_cut};
+                const Ties level_ties{list_ties ? listed : 0u, tie_yx, tie_slot, n, p.candidates.yx + first,
+                                      p.candidates.score + first, s_cut};
                 unsigned int last_kept = 0xffffffffu;
                 if (tie_quota < ties) {
                     if (threadIdx.x == 0) rest = tie_quota;
@@ -227,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(SELECT_THREADS) orb_select_candidat
             }
             __syncthreads();
         }
-        if (threadIdx.x == 0) level_records[l] = selects ? n_records : 0u;  // min(n, 2 quota)
+        if (threadIdx.x == 0) p.level_records[l] = selects ? n_records : 0u;  // min(n, 2 quota)
         __syncthreads();  // the next level reuses the shared state
     }
 }
@@ -238,26 +225,20 @@ __device__ __forceinline__ void load_level_records(OrbLevel* levels, unsigned in
                                                    const OrbLevel* level_table,
                                                    const unsigned int* level_records, int n_levels) {
     load_levels(levels, level_table, n_levels);
-    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = level_records[l];
+    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) counts[l] = __ldg(&level_records[l]);
 }
 
 // The Harris keys of every level's records, spread over the whole grid: the records
 // of all levels are numbered one after the other, and each is keyed by 8 lanes of a
 // warp, lane r summing window row r - 3 (lane 7 none), so a record's 81 pixel loads
 // are not one thread's chain. Integer sums, so the order of the sum is exact.
-extern "C" __global__ void orb_record_keys(
-    const unsigned char* __restrict__ pyramid,
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const unsigned int* __restrict__ level_records,
-    const unsigned int* __restrict__ record_yx,
-    long long* __restrict__ record_key) {
+extern "C" __global__ void orb_record_keys(const OrbRecordKeysParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_level_records(levels, counts, level_table, level_records, n_levels);
+    load_level_records(levels, counts, p.level_table, p.level_records, p.n_levels);
     __syncthreads();
     unsigned int total = 0;
-    for (int l = 0; l < n_levels; ++l) total += counts[l];
+    for (int l = 0; l < p.n_levels; ++l) total += counts[l];
     const unsigned int row = threadIdx.x % 8;
     // Warp-uniform loop (blockDim is a multiple of 32): every lane takes the shuffles.
     const unsigned int warp_first = blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
@@ -269,9 +250,9 @@ extern "C" __global__ void orb_record_keys(
             while (k >= counts[l]) k -= counts[l++];
             if (row < 7) {
                 const OrbLevel& lv = levels[l];
-                const unsigned int yx = record_yx[lv.cand_offset + k];
+                const unsigned int yx = __ldg(&p.records.yx[lv.cand_offset + k]);
                 const int x = yx & 0xffff, y = yx >> 16;
-                harris_row_sums(pyramid + lv.offset + y * lv.width + x, lv.width, (int)row - 3, a, b, c);
+                harris_row_sums(p.pyramid + lv.offset + y * lv.width + x, lv.width, (int)row - 3, a, b, c);
             }
         }
 #pragma unroll
@@ -280,7 +261,7 @@ extern "C" __global__ void orb_record_keys(
             b += __shfl_xor_sync(0xffffffffu, b, offset);
             c += __shfl_xor_sync(0xffffffffu, c, offset);
         }
-        if (g < total && row == 0) record_key[levels[l].cand_offset + k] = harris_response(a, b, c);
+        if (g < total && row == 0) p.records.key[levels[l].cand_offset + k] = harris_response(a, b, c);
     }
 }
 
@@ -357,74 +338,60 @@ __device__ __forceinline__ void count_records_before(const OrbLevel* levels, con
 }
 
 // k of every record: how many records of its cell come first by (key desc, y, x).
-extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const unsigned int* __restrict__ level_records,
-    const long long* __restrict__ record_key,     // records at each level's first slot
-    const unsigned int* __restrict__ record_yx,
-    const unsigned int* __restrict__ record_cell,
-    unsigned int* __restrict__ record_rank) {
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(const OrbRecordRanksParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_level_records(levels, counts, level_table, level_records, n_levels);
+    load_level_records(levels, counts, p.level_table, p.level_records, p.n_levels);
     __syncthreads();
     count_records_before(
-        levels, counts, n_levels,
-        [&](unsigned int slot) { return OrderFields{record_cell[slot], record_key[slot], record_yx[slot]}; },
+        levels, counts, p.n_levels,
+        [&](unsigned int slot) {
+            return OrderFields{__ldg(&p.records.cell[slot]), ldg_i64(&p.records.key[slot]), __ldg(&p.records.yx[slot])};
+        },
         [](const OrderFields& j, const OrderFields& i) {
             return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
         },
-        [&](int, unsigned int i, unsigned int k) { record_rank[i] = k; });
+        [&](int, unsigned int i, unsigned int k) { p.records.rank[i] = k; });
 }
 
 // The level's output position of every record by (k asc, key desc, y, x); the first
 // min(candidates, N_l) are written. Every level's output start is known up front
 // (min(candidates, N_l) per level), so the levels need not wait for each other.
-extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_place(
-    const OrbLevel* __restrict__ level_table,
-    int n_levels,
-    const unsigned int* __restrict__ level_counts,
-    const int* __restrict__ quotas,
-    const unsigned int* __restrict__ level_records,
-    const long long* __restrict__ record_key,     // records at each level's first slot
-    const unsigned int* __restrict__ record_yx,
-    const unsigned int* __restrict__ record_rank,
-    unsigned int* __restrict__ kept,              // n_levels + 1: kept per level, then the total
-    unsigned int* __restrict__ out_yx,
-    int* __restrict__ out_level,
-    long long* __restrict__ out_key) {
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_place(const OrbRecordPlaceParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS], level_kept[ORB_MAX_LEVELS], out_start[ORB_MAX_LEVELS];
-    load_levels(levels, level_table, n_levels);
-    for (int l = threadIdx.x; l < n_levels; l += blockDim.x) {
-        counts[l] = level_records[l];
-        level_kept[l] = min(min(level_counts[l], (unsigned int)level_table[l].cand_capacity), (unsigned int)quotas[l]);
+    load_levels(levels, p.level_table, p.n_levels);
+    for (int l = threadIdx.x; l < p.n_levels; l += blockDim.x) {
+        counts[l] = __ldg(&p.level_records[l]);
+        const unsigned int slots = (unsigned int)__ldg(&p.level_table[l].cand_capacity);
+        level_kept[l] = min(min(__ldg(&p.counters.level_counts[l]), slots), (unsigned int)__ldg(&p.quotas[l]));
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned int total = 0;
-        for (int l = 0; l < n_levels; ++l) {
+        for (int l = 0; l < p.n_levels; ++l) {
             out_start[l] = total;
             total += level_kept[l];
         }
         if (blockIdx.x == 0) {
-            for (int l = 0; l < n_levels; ++l) kept[l] = level_kept[l];
-            kept[n_levels] = total;
+            for (int l = 0; l < p.n_levels; ++l) p.kept[l] = level_kept[l];
+            p.kept[p.n_levels] = total;
         }
     }
     __syncthreads();
     count_records_before(
-        levels, counts, n_levels,
-        [&](unsigned int slot) { return OrderFields{record_rank[slot], record_key[slot], record_yx[slot]}; },
+        levels, counts, p.n_levels,
+        [&](unsigned int slot) {
+            return OrderFields{__ldg(&p.records.rank[slot]), ldg_i64(&p.records.key[slot]), __ldg(&p.records.yx[slot])};
+        },
         [](const OrderFields& j, const OrderFields& i) {
             return (j.group < i.group) | ((j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx));
         },
         [&](int l, unsigned int i, unsigned int position) {
             if (position >= level_kept[l]) return;
             const unsigned int out = out_start[l] + position;
-            out_yx[out] = record_yx[i];
-            out_level[out] = l;
-            out_key[out] = record_key[i];
+            p.keypoints.yx[out] = __ldg(&p.records.yx[i]);
+            p.keypoints.level[out] = l;
+            p.keypoints.key[out] = ldg_i64(&p.records.key[i]);
         });
 }

@@ -19,6 +19,7 @@ pub mod image_params;
 #[cfg(test)]
 mod layout;
 pub mod match_params;
+pub mod orb_params;
 
 /// A constant the kernels take as `-D NAME=value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -370,6 +371,7 @@ mod tests {
             .into_iter()
             .chain(image_params::layouts())
             .chain(match_params::layouts())
+            .chain(orb_params::layouts())
             .collect()
     }
 

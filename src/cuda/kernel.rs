@@ -70,6 +70,20 @@ impl Kernel {
         unsafe { self.args(stream).arg(params).launch(config) }
     }
 
+    /// [`launch`](Self::launch) as a cooperative launch (its grid is resident at once).
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch).
+    pub unsafe fn launch_cooperative<P: DeviceRepr>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract: `params` is the kernel's one parameter.
+        unsafe { self.args(stream).arg(params).launch_cooperative(config) }
+    }
+
     /// A launch of this kernel on `stream`: push its arguments in order, then launch.
     pub fn args<'a>(&'a self, stream: &'a CudaStream) -> KernelArgs<'a> {
         KernelArgs {

@@ -64,6 +64,8 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/blur_tiles.cuh"),
     kernel_file!("common/image_params.cuh"),
     kernel_file!("common/match_params.cuh"),
+    kernel_file!("common/orb_params.cuh"),
+    kernel_file!("common/read_only.cuh"),
 ];
 
 const fn module(

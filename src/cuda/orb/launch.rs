@@ -1,147 +1,29 @@
 //! One typed launch per ORB kernel, and the per-frame launch sequence (everything
 //! between upload and downloads), captured once per size and input into a CUDA graph.
 //!
-//! Each `*Args` struct lists its kernel's parameters in order, under the kernel's
-//! names (kernels/orb/*.cu, kernels/match/hamming.cu); each launch function pushes
-//! them in that order. Device pointers are `CUdeviceptr`, ints `i32`.
+//! Each kernel takes one parameter struct (`cuda::abi::orb_params`, mirrored in
+//! kernels/common/orb_params.cuh); its launch function pushes it whole.
 
 use std::mem::size_of;
 
-use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::OrbScore;
 use crate::cuda::abi::match_params::{CrossCheckCountedParams, HammingKnn2CountedParams};
+use crate::cuda::abi::orb_params::{
+    OrbCellCandidatesParams, OrbDescribeParams, OrbFastScoreParams, OrbPyramidParams,
+    OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams, OrbSelectCandidatesParams,
+};
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
-use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAP_WORDS};
+use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAPS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, Train};
 use crate::error::Result;
-
-/// `orb_pyramid` (kernels/orb/pyramid.cu): levels 1.. resized from level 0.
-pub struct PyramidArgs {
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub taps: CUdeviceptr,
-    pub pyramid: CUdeviceptr,
-    pub barrier_state: CUdeviceptr,
-}
-
-/// `orb_fast_score` (kernels/orb/detect.cu): FAST scores, the corner bitmap and the
-/// smoothed image of levels `first_level..n_levels`.
-pub struct FastScoreArgs {
-    pub pyramid: CUdeviceptr,
-    pub level_table: CUdeviceptr,
-    pub first_level: i32,
-    pub n_levels: i32,
-    pub arc_bits: CUdeviceptr,
-    pub threshold: i32,
-    /// `taps_0123`, `taps_456`, `taps_x012`, `taps_3456`.
-    pub taps: [u32; 4],
-    pub scores: CUdeviceptr,
-    pub corner_bits: CUdeviceptr,
-    pub smoothed: CUdeviceptr,
-}
-
-/// `orb_cell_candidates` (kernels/orb/detect.cu): each cell's NMS survivors.
-pub struct CellCandidatesArgs {
-    pub scores: CUdeviceptr,
-    pub corner_bits: CUdeviceptr,
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub total_cells: i32,
-    pub fast_threshold: i32,
-    pub min_fast_threshold: i32,
-    pub harris: i32,
-    pub level_counts: CUdeviceptr,
-    pub cell_starts: CUdeviceptr,
-    pub cell_counts: CUdeviceptr,
-    pub cand_yx: CUdeviceptr,
-    pub cand_cell: CUdeviceptr,
-    pub cand_key: CUdeviceptr,
-    pub cand_score: CUdeviceptr,
-    pub level_hist: CUdeviceptr,
-}
-
-/// `orb_select_candidates` (kernels/orb/select.cu): each level's records.
-pub struct SelectCandidatesArgs {
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub level_counts: CUdeviceptr,
-    pub level_hist: CUdeviceptr,
-    pub quotas: CUdeviceptr,
-    pub harris: i32,
-    pub cand_yx: CUdeviceptr,
-    pub cand_cell: CUdeviceptr,
-    pub cand_key: CUdeviceptr,
-    pub cand_score: CUdeviceptr,
-    pub record_key: CUdeviceptr,
-    pub record_yx: CUdeviceptr,
-    pub record_cell: CUdeviceptr,
-    pub level_records: CUdeviceptr,
-}
-
-/// `orb_record_keys` (kernels/orb/select.cu): the records' Harris keys.
-pub struct RecordKeysArgs {
-    pub pyramid: CUdeviceptr,
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub level_records: CUdeviceptr,
-    pub record_yx: CUdeviceptr,
-    pub record_key: CUdeviceptr,
-}
-
-/// `orb_record_ranks` (kernels/orb/select.cu): each record's rank in its cell.
-pub struct RecordRanksArgs {
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub level_records: CUdeviceptr,
-    pub record_key: CUdeviceptr,
-    pub record_yx: CUdeviceptr,
-    pub record_cell: CUdeviceptr,
-    pub record_rank: CUdeviceptr,
-}
-
-/// `orb_record_place` (kernels/orb/select.cu): the kept keypoints, in output order.
-pub struct RecordPlaceArgs {
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub level_counts: CUdeviceptr,
-    pub quotas: CUdeviceptr,
-    pub level_records: CUdeviceptr,
-    pub record_key: CUdeviceptr,
-    pub record_yx: CUdeviceptr,
-    pub record_rank: CUdeviceptr,
-    pub kept: CUdeviceptr,
-    pub out_yx: CUdeviceptr,
-    pub out_level: CUdeviceptr,
-    pub out_key: CUdeviceptr,
-}
-
-/// `orb_describe` (kernels/orb/describe.cu): orientation, rBRIEF and the fused match.
-pub struct DescribeArgs {
-    pub pyramid: CUdeviceptr,
-    pub smoothed: CUdeviceptr,
-    pub level_table: CUdeviceptr,
-    pub n_levels: i32,
-    pub umax: CUdeviceptr,
-    pub pattern: CUdeviceptr,
-    pub kept: CUdeviceptr,
-    pub kp_yx: CUdeviceptr,
-    pub kp_level: CUdeviceptr,
-    pub moments: CUdeviceptr,
-    pub descriptors: CUdeviceptr,
-    /// The resident train set and its count, or 0 (null) for none.
-    pub train: CUdeviceptr,
-    pub train_count: CUdeviceptr,
-    pub matches: CUdeviceptr,
-    pub per_block: i32,
-}
 
 /// The typed launches. Each is unsafe for one reason: the kernel reads and writes the
 /// device memory its pointers name, as far as the sizes and tables beside them say.
 ///
 /// # Safety (every function)
-/// Every pointer of `args` is a live device allocation of the caller's plan (or a
+/// Every pointer of `p` is a live device allocation of the caller's plan (or a
 /// table uploaded with it), sized for the indices the kernel derives from the level
 /// table and counts it is given, and stays alive until the stream has run the kernel.
 impl Kernels {
@@ -149,210 +31,95 @@ impl Kernels {
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &PyramidArgs,
+        p: &OrbPyramidParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_pyramid`'s parameters in order and type; the
-        // caller vouches for the pointers. Cooperative: its grid barrier needs every
-        // block resident, which a cooperative launch guarantees or refuses.
-        unsafe {
-            self.pyramid
-                .args(stream)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.taps)
-                .arg(&a.pyramid)
-                .arg(&a.barrier_state)
-                .launch_cooperative(config)
-        }
+        // SAFETY: `p` is `orb_pyramid`'s parameter struct; the caller vouches for the
+        // pyramid (every level of the table), the taps and the barrier's words.
+        // Cooperative: its grid barrier needs every block resident, which a cooperative
+        // launch guarantees or refuses.
+        unsafe { self.pyramid.launch_cooperative(stream, config, p) }
     }
 
     pub unsafe fn fast_score(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &FastScoreArgs,
+        p: &OrbFastScoreParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_fast_score`'s parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe {
-            self.fast_score
-                .args(stream)
-                .arg(&a.pyramid)
-                .arg(&a.level_table)
-                .arg(&a.first_level)
-                .arg(&a.n_levels)
-                .arg(&a.arc_bits)
-                .arg(&a.threshold)
-                .arg(&a.taps[0])
-                .arg(&a.taps[1])
-                .arg(&a.taps[2])
-                .arg(&a.taps[3])
-                .arg(&a.scores)
-                .arg(&a.corner_bits)
-                .arg(&a.smoothed)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_fast_score`'s parameter struct; the caller vouches for the
+        // pyramid, scores, corner bitmap and smoothed buffers of the level table and the
+        // 65,536-bit arc table.
+        unsafe { self.fast_score.launch(stream, config, p) }
     }
 
     pub unsafe fn cell_candidates(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &CellCandidatesArgs,
+        p: &OrbCellCandidatesParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_cell_candidates`' parameters in order and
-        // type; the caller vouches for the pointers.
-        unsafe {
-            self.cell_candidates
-                .args(stream)
-                .arg(&a.scores)
-                .arg(&a.corner_bits)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.total_cells)
-                .arg(&a.fast_threshold)
-                .arg(&a.min_fast_threshold)
-                .arg(&a.harris)
-                .arg(&a.level_counts)
-                .arg(&a.cell_starts)
-                .arg(&a.cell_counts)
-                .arg(&a.cand_yx)
-                .arg(&a.cand_cell)
-                .arg(&a.cand_key)
-                .arg(&a.cand_score)
-                .arg(&a.level_hist)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_cell_candidates`' parameter struct; the caller vouches for
+        // the per-cell arrays (`total_cells` each), the candidate slots of every level
+        // and the zeroed counters.
+        unsafe { self.cell_candidates.launch(stream, config, p) }
     }
 
     pub unsafe fn select_candidates(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &SelectCandidatesArgs,
+        p: &OrbSelectCandidatesParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_select_candidates`' parameters in order and
-        // type; the caller vouches for the pointers.
-        unsafe {
-            self.select_candidates
-                .args(stream)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.level_counts)
-                .arg(&a.level_hist)
-                .arg(&a.quotas)
-                .arg(&a.harris)
-                .arg(&a.cand_yx)
-                .arg(&a.cand_cell)
-                .arg(&a.cand_key)
-                .arg(&a.cand_score)
-                .arg(&a.record_key)
-                .arg(&a.record_yx)
-                .arg(&a.record_cell)
-                .arg(&a.level_records)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_select_candidates`' parameter struct; the caller vouches
+        // for the counters, quotas and level records (n_levels each) and the candidate
+        // and record slots of every level.
+        unsafe { self.select_candidates.launch(stream, config, p) }
     }
 
     pub unsafe fn record_keys(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &RecordKeysArgs,
+        p: &OrbRecordKeysParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_record_keys`' parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe {
-            self.record_keys
-                .args(stream)
-                .arg(&a.pyramid)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.level_records)
-                .arg(&a.record_yx)
-                .arg(&a.record_key)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_record_keys`' parameter struct; the caller vouches for the
+        // pyramid and the record slots of every level.
+        unsafe { self.record_keys.launch(stream, config, p) }
     }
 
     pub unsafe fn record_ranks(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &RecordRanksArgs,
+        p: &OrbRecordRanksParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_record_ranks`' parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe {
-            self.record_ranks
-                .args(stream)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.level_records)
-                .arg(&a.record_key)
-                .arg(&a.record_yx)
-                .arg(&a.record_cell)
-                .arg(&a.record_rank)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_record_ranks`' parameter struct; the caller vouches for
+        // the record slots of every level.
+        unsafe { self.record_ranks.launch(stream, config, p) }
     }
 
     pub unsafe fn record_place(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &RecordPlaceArgs,
+        p: &OrbRecordPlaceParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_record_place`'s parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe {
-            self.record_place
-                .args(stream)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.level_counts)
-                .arg(&a.quotas)
-                .arg(&a.level_records)
-                .arg(&a.record_key)
-                .arg(&a.record_yx)
-                .arg(&a.record_rank)
-                .arg(&a.kept)
-                .arg(&a.out_yx)
-                .arg(&a.out_level)
-                .arg(&a.out_key)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_record_place`'s parameter struct; the caller vouches for
+        // the record slots, `kept` (n_levels + 1 words) and the outputs, which hold the
+        // sum of the quotas.
+        unsafe { self.record_place.launch(stream, config, p) }
     }
 
     pub unsafe fn describe(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &DescribeArgs,
+        p: &OrbDescribeParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `orb_describe`'s parameters in order and type;
-        // the caller vouches for the pointers (`train` and `train_count` may be null:
-        // the kernel then matches nothing).
-        unsafe {
-            self.describe
-                .args(stream)
-                .arg(&a.pyramid)
-                .arg(&a.smoothed)
-                .arg(&a.level_table)
-                .arg(&a.n_levels)
-                .arg(&a.umax)
-                .arg(&a.pattern)
-                .arg(&a.kept)
-                .arg(&a.kp_yx)
-                .arg(&a.kp_level)
-                .arg(&a.moments)
-                .arg(&a.descriptors)
-                .arg(&a.train)
-                .arg(&a.train_count)
-                .arg(&a.matches)
-                .arg(&a.per_block)
-                .launch(config)
-        }
+        // SAFETY: `p` is `orb_describe`'s parameter struct; the caller vouches for the
+        // pyramids, tables and outputs (`train` and `train_count` may be null: the
+        // kernel then matches nothing).
+        unsafe { self.describe.launch(stream, config, p) }
     }
 
     pub unsafe fn knn2_counted(
@@ -401,17 +168,18 @@ impl CudaOrbExtractor {
             )
         }?;
         // FAST on levels first_level..n_levels - 1.
-        let fast_score = |first_level: i32, n_levels: i32| FastScoreArgs {
+        let fast_score = |first_level: i32, n_levels: i32| OrbFastScoreParams {
             pyramid: plan.pyramid.ptr,
             level_table: plan.levels.ptr,
-            first_level,
-            n_levels,
             arc_bits: self.constants.arc.ptr,
-            threshold: min_fast_threshold,
-            taps: SMOOTH_TAP_WORDS,
             scores: plan.scores.ptr,
             corner_bits: plan.corner_bits.ptr,
             smoothed: plan.smoothed.ptr,
+            taps: SMOOTH_TAPS,
+            first_level,
+            n_levels,
+            threshold: min_fast_threshold,
+            padding: 0,
         };
         let train = self.fused.train();
         // SAFETY (every launch below): every pointer is a live buffer of this plan, or a
@@ -432,12 +200,13 @@ impl CudaOrbExtractor {
             k.pyramid(
                 stream,
                 shapes.pyramid,
-                &PyramidArgs {
+                &OrbPyramidParams {
                     level_table: plan.levels.ptr,
-                    n_levels,
                     taps: plan.taps.ptr,
                     pyramid: plan.pyramid.ptr,
                     barrier_state: plan.barrier.ptr,
+                    n_levels,
+                    padding: 0,
                 },
             )?;
             if n_levels > 1 {
@@ -447,108 +216,93 @@ impl CudaOrbExtractor {
             k.cell_candidates(
                 stream,
                 shapes.cell_candidates,
-                &CellCandidatesArgs {
+                &OrbCellCandidatesParams {
                     scores: plan.scores.ptr,
                     corner_bits: plan.corner_bits.ptr,
                     level_table: plan.levels.ptr,
+                    counters,
+                    cell_starts: plan.cell_starts.ptr,
+                    cell_counts: plan.cell_counts.ptr,
+                    candidates: candidates.arrays(),
                     n_levels,
                     total_cells: plan.total_cells,
                     fast_threshold: c.fast_threshold as i32,
                     min_fast_threshold,
                     harris,
-                    level_counts: counters.level_counts,
-                    cell_starts: plan.cell_starts.ptr,
-                    cell_counts: plan.cell_counts.ptr,
-                    cand_yx: candidates.yx.ptr,
-                    cand_cell: candidates.cell.ptr,
-                    cand_key: candidates.key.ptr,
-                    cand_score: candidates.score.ptr,
-                    level_hist: counters.score_histograms,
+                    padding: 0,
                 },
             )?;
             k.select_candidates(
                 stream,
                 shapes.select,
-                &SelectCandidatesArgs {
+                &OrbSelectCandidatesParams {
                     level_table: plan.levels.ptr,
-                    n_levels,
-                    level_counts: counters.level_counts,
-                    level_hist: counters.score_histograms,
+                    counters,
                     quotas: plan.quotas.ptr,
-                    harris,
-                    cand_yx: candidates.yx.ptr,
-                    cand_cell: candidates.cell.ptr,
-                    cand_key: candidates.key.ptr,
-                    cand_score: candidates.score.ptr,
-                    record_key: records.key.ptr,
-                    record_yx: records.yx.ptr,
-                    record_cell: records.cell.ptr,
+                    candidates: candidates.arrays(),
+                    records: records.arrays(),
                     level_records: plan.level_records.ptr,
+                    n_levels,
+                    harris,
                 },
             )?;
             if harris != 0 {
                 k.record_keys(
                     stream,
                     shapes.record_keys,
-                    &RecordKeysArgs {
+                    &OrbRecordKeysParams {
                         pyramid: plan.pyramid.ptr,
                         level_table: plan.levels.ptr,
-                        n_levels,
                         level_records: plan.level_records.ptr,
-                        record_yx: records.yx.ptr,
-                        record_key: records.key.ptr,
+                        records: records.arrays(),
+                        n_levels,
+                        padding: 0,
                     },
                 )?;
             }
             k.record_ranks(
                 stream,
                 shapes.record_ranks,
-                &RecordRanksArgs {
+                &OrbRecordRanksParams {
                     level_table: plan.levels.ptr,
-                    n_levels,
                     level_records: plan.level_records.ptr,
-                    record_key: records.key.ptr,
-                    record_yx: records.yx.ptr,
-                    record_cell: records.cell.ptr,
-                    record_rank: records.rank.ptr,
+                    records: records.arrays(),
+                    n_levels,
+                    padding: 0,
                 },
             )?;
             k.record_place(
                 stream,
                 shapes.record_place,
-                &RecordPlaceArgs {
+                &OrbRecordPlaceParams {
                     level_table: plan.levels.ptr,
-                    n_levels,
-                    level_counts: counters.level_counts,
+                    counters,
                     quotas: plan.quotas.ptr,
                     level_records: plan.level_records.ptr,
-                    record_key: records.key.ptr,
-                    record_yx: records.yx.ptr,
-                    record_rank: records.rank.ptr,
+                    records: records.arrays(),
                     kept: outputs.kept.ptr,
-                    out_yx: outputs.yx.ptr,
-                    out_level: outputs.level.ptr,
-                    out_key: outputs.key.ptr,
+                    keypoints: outputs.keypoints(),
+                    n_levels,
+                    padding: 0,
                 },
             )?;
             k.describe(
                 stream,
                 shapes.describe,
-                &DescribeArgs {
+                &OrbDescribeParams {
                     pyramid: plan.pyramid.ptr,
                     smoothed: plan.smoothed.ptr,
                     level_table: plan.levels.ptr,
-                    n_levels,
                     umax: self.constants.umax.ptr,
                     pattern: self.constants.pattern.ptr,
                     kept: outputs.kept.ptr,
-                    kp_yx: outputs.yx.ptr,
-                    kp_level: outputs.level.ptr,
+                    keypoints: outputs.keypoints(),
                     moments: outputs.moments.ptr,
                     descriptors: outputs.descriptors.ptr,
                     train: train.map_or(0, |t| t.buffer.ptr),
                     train_count: train.map_or(0, |t| t.count.ptr),
                     matches: outputs.matches.ptr,
+                    n_levels,
                     per_block: shapes.describe_per_block,
                 },
             )?;

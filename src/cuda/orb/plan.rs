@@ -6,6 +6,9 @@ use std::mem::{size_of, size_of_val};
 use cudarc::driver::sys::CUdeviceptr;
 
 use crate::config::OrbConfig;
+use crate::cuda::abi::orb_params::{
+    OrbCandidateArrays, OrbCounters, OrbKeypointArrays, OrbRecordArrays,
+};
 use crate::cuda::abi::{
     Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, WARP,
 };
@@ -186,6 +189,18 @@ pub struct Candidates {
     pub score: DeviceBuffer,
 }
 
+impl Candidates {
+    /// The arrays as the kernels take them.
+    pub fn arrays(&self) -> OrbCandidateArrays {
+        OrbCandidateArrays {
+            yx: self.yx.ptr,
+            cell: self.cell.ptr,
+            key: self.key.ptr,
+            score: self.score.ptr,
+        }
+    }
+}
+
 /// The selection records, at each level's first slot (structure of arrays).
 pub struct Records {
     /// The ranking key (i64): FAST or Harris.
@@ -194,6 +209,18 @@ pub struct Records {
     pub cell: DeviceBuffer,
     /// The rank within the cell.
     pub rank: DeviceBuffer,
+}
+
+impl Records {
+    /// The arrays as the kernels take them.
+    pub fn arrays(&self) -> OrbRecordArrays {
+        OrbRecordArrays {
+            key: self.key.ptr,
+            yx: self.yx.ptr,
+            cell: self.cell.ptr,
+            rank: self.rank.ptr,
+        }
+    }
 }
 
 /// The keypoints a frame keeps and what is computed for them, crossing to the host
@@ -212,13 +239,15 @@ pub struct Outputs {
     pub matches: Staged,
 }
 
-/// The per-frame counters, zeroed each frame, within one buffer.
-#[derive(Clone, Copy, Debug)]
-pub struct OrbCounters {
-    /// Candidates per level (n_levels words).
-    pub level_counts: CUdeviceptr,
-    /// Each level's histogram of FAST scores (n_levels x ORB_SCORE_BINS words).
-    pub score_histograms: CUdeviceptr,
+impl Outputs {
+    /// The kept keypoints' arrays as the kernels take them.
+    pub fn keypoints(&self) -> OrbKeypointArrays {
+        OrbKeypointArrays {
+            yx: self.yx.ptr,
+            level: self.level.ptr,
+            key: self.key.ptr,
+        }
+    }
 }
 
 /// Level tables and buffers for one image size.

@@ -3,6 +3,7 @@
 
 use cudarc::driver::{sys, LaunchConfig};
 
+use crate::cuda::abi::orb_params::SmoothTaps;
 use crate::cuda::abi::{
     CELL_THREADS, DESCRIBE_WARPS, PATCH_RADIUS, PATCH_ROW_WORDS, PATCH_SIDE, PYRAMID_THREADS,
     RANK_WARPS, RESIZE_RUN, SCORE_THREADS, SCORE_TILE_H, SCORE_TILE_W, SELECT_THREADS, WARP,
@@ -41,14 +42,19 @@ const fn smoothing_tap(i: usize) -> u32 {
     );
     GAUSSIAN_TAPS[i] as u32
 }
-/// The smoothing taps packed for `orb_fast_score`'s byte dot products (`SmoothTaps` in
-/// kernels/orb/detect.cu): w0..w3; w4, w5, w6, 0; 0, w0, w1, w2; w3..w6 (byte 0 first).
-pub const SMOOTH_TAP_WORDS: [u32; 4] = [
-    smoothing_tap(0) | smoothing_tap(1) << 8 | smoothing_tap(2) << 16 | smoothing_tap(3) << 24,
-    smoothing_tap(4) | smoothing_tap(5) << 8 | smoothing_tap(6) << 16,
-    smoothing_tap(0) << 8 | smoothing_tap(1) << 16 | smoothing_tap(2) << 24,
-    smoothing_tap(3) | smoothing_tap(4) << 8 | smoothing_tap(5) << 16 | smoothing_tap(6) << 24,
-];
+/// The smoothing taps packed for `orb_fast_score`'s byte dot products.
+pub const SMOOTH_TAPS: SmoothTaps = SmoothTaps {
+    taps_0123: smoothing_tap(0)
+        | smoothing_tap(1) << 8
+        | smoothing_tap(2) << 16
+        | smoothing_tap(3) << 24,
+    taps_456: smoothing_tap(4) | smoothing_tap(5) << 8 | smoothing_tap(6) << 16,
+    taps_x012: smoothing_tap(0) << 8 | smoothing_tap(1) << 16 | smoothing_tap(2) << 24,
+    taps_3456: smoothing_tap(3)
+        | smoothing_tap(4) << 8
+        | smoothing_tap(5) << 16
+        | smoothing_tap(6) << 24,
+};
 
 /// A one-dimensional grid of `blocks` blocks of `threads` threads.
 pub fn line(blocks: u32, threads: u32) -> LaunchConfig {

@@ -1,0 +1,258 @@
+// The parameters of the ORB kernels (kernels/orb/*.cu), one struct per kernel, and the
+// structure-of-arrays views several of them share. Mirrored in
+// src/cuda/abi/orb_params.rs: change both together (the ABI_ checks tell a mismatch).
+// Candidates and records sit at each level's first slot (OrbLevel::cand_offset).
+#pragma once
+
+#include "common/abi.cuh"
+#include "common/levels.cuh"
+
+struct ResizeTap;  // kernels/orb/pyramid.cu
+
+// The per-frame counters, zeroed each frame, within one buffer.
+struct OrbCounters {
+    unsigned int* level_counts;      // candidates per level
+    unsigned int* score_histograms;  // per level ORB_SCORE_BINS bins of the FAST score
+};
+ABI_SIZE(OrbCounters, 16);
+ABI_OFFSET(OrbCounters, level_counts, 0);
+ABI_OFFSET(OrbCounters, score_histograms, 8);
+
+// The NMS survivors of every cell.
+struct OrbCandidateArrays {
+    unsigned int* yx;      // y << 16 | x
+    int* cell;             // cell within the level
+    long long* key;        // the FAST ranking key (the Harris key goes to the records)
+    unsigned char* score;  // FAST score s
+};
+ABI_SIZE(OrbCandidateArrays, 32);
+ABI_OFFSET(OrbCandidateArrays, yx, 0);
+ABI_OFFSET(OrbCandidateArrays, cell, 8);
+ABI_OFFSET(OrbCandidateArrays, key, 16);
+ABI_OFFSET(OrbCandidateArrays, score, 24);
+
+// The selection records.
+struct OrbRecordArrays {
+    long long* key;      // the ranking key: FAST or Harris
+    unsigned int* yx;
+    unsigned int* cell;
+    unsigned int* rank;  // rank within the cell
+};
+ABI_SIZE(OrbRecordArrays, 32);
+ABI_OFFSET(OrbRecordArrays, key, 0);
+ABI_OFFSET(OrbRecordArrays, yx, 8);
+ABI_OFFSET(OrbRecordArrays, cell, 16);
+ABI_OFFSET(OrbRecordArrays, rank, 24);
+
+// The kept keypoints, in output order.
+struct OrbKeypointArrays {
+    unsigned int* yx;
+    int* level;
+    long long* key;
+};
+ABI_SIZE(OrbKeypointArrays, 24);
+ABI_OFFSET(OrbKeypointArrays, yx, 0);
+ABI_OFFSET(OrbKeypointArrays, level, 8);
+ABI_OFFSET(OrbKeypointArrays, key, 16);
+
+// The descriptors' 7x7 smoothing taps packed as bytes (each is under 256;
+// src/cuda/orb/shapes.rs packs them): `taps_0123` = w0..w3, `taps_456` = w4, w5, w6, 0,
+// `taps_x012` = 0, w0, w1, w2, `taps_3456` = w3..w6, the operands of orb_fast_score's
+// byte dot products.
+struct SmoothTaps {
+    unsigned int taps_0123;
+    unsigned int taps_456;
+    unsigned int taps_x012;
+    unsigned int taps_3456;
+};
+ABI_SIZE(SmoothTaps, 16);
+ABI_OFFSET(SmoothTaps, taps_0123, 0);
+ABI_OFFSET(SmoothTaps, taps_456, 4);
+ABI_OFFSET(SmoothTaps, taps_x012, 8);
+ABI_OFFSET(SmoothTaps, taps_3456, 12);
+
+// orb_pyramid: levels 1.. resized from level 0.
+struct OrbPyramidParams {
+    const OrbLevel* level_table;
+    const ResizeTap* taps;
+    unsigned char* pyramid;       // every level, packed; level 0 holds the frame
+    unsigned int* barrier_state;  // common/grid_barrier.cuh
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbPyramidParams, 40);
+ABI_OFFSET(OrbPyramidParams, level_table, 0);
+ABI_OFFSET(OrbPyramidParams, taps, 8);
+ABI_OFFSET(OrbPyramidParams, pyramid, 16);
+ABI_OFFSET(OrbPyramidParams, barrier_state, 24);
+ABI_OFFSET(OrbPyramidParams, n_levels, 32);
+ABI_OFFSET(OrbPyramidParams, padding, 36);
+
+// orb_fast_score: FAST scores, the corner bitmap and the smoothed image of levels
+// first_level .. n_levels - 1.
+struct OrbFastScoreParams {
+    const unsigned char* pyramid;
+    const OrbLevel* level_table;
+    const unsigned int* arc_bits;  // the 65,536-bit arc table
+    unsigned char* scores;
+    unsigned int* corner_bits;     // a bit per pixel: a corner at `threshold`
+    unsigned char* smoothed;       // same layout as `pyramid`
+    SmoothTaps taps;
+    int first_level;
+    int n_levels;
+    int threshold;
+    int padding;
+};
+ABI_SIZE(OrbFastScoreParams, 80);
+ABI_OFFSET(OrbFastScoreParams, pyramid, 0);
+ABI_OFFSET(OrbFastScoreParams, level_table, 8);
+ABI_OFFSET(OrbFastScoreParams, arc_bits, 16);
+ABI_OFFSET(OrbFastScoreParams, scores, 24);
+ABI_OFFSET(OrbFastScoreParams, corner_bits, 32);
+ABI_OFFSET(OrbFastScoreParams, smoothed, 40);
+ABI_OFFSET(OrbFastScoreParams, taps, 48);
+ABI_OFFSET(OrbFastScoreParams, first_level, 64);
+ABI_OFFSET(OrbFastScoreParams, n_levels, 68);
+ABI_OFFSET(OrbFastScoreParams, threshold, 72);
+ABI_OFFSET(OrbFastScoreParams, padding, 76);
+
+// orb_cell_candidates: each cell's NMS survivors.
+struct OrbCellCandidatesParams {
+    const unsigned char* scores;
+    const unsigned int* corner_bits;  // orb_fast_score's bitmap
+    const OrbLevel* level_table;
+    OrbCounters counters;             // both start at 0
+    unsigned int* cell_starts;        // first slot of each cell's members
+    unsigned int* cell_counts;        // members of each cell
+    OrbCandidateArrays candidates;
+    int n_levels;
+    int total_cells;
+    int fast_threshold;
+    int min_fast_threshold;
+    int harris;
+    int padding;
+};
+ABI_SIZE(OrbCellCandidatesParams, 112);
+ABI_OFFSET(OrbCellCandidatesParams, scores, 0);
+ABI_OFFSET(OrbCellCandidatesParams, corner_bits, 8);
+ABI_OFFSET(OrbCellCandidatesParams, level_table, 16);
+ABI_OFFSET(OrbCellCandidatesParams, counters, 24);
+ABI_OFFSET(OrbCellCandidatesParams, cell_starts, 40);
+ABI_OFFSET(OrbCellCandidatesParams, cell_counts, 48);
+ABI_OFFSET(OrbCellCandidatesParams, candidates, 56);
+ABI_OFFSET(OrbCellCandidatesParams, n_levels, 88);
+ABI_OFFSET(OrbCellCandidatesParams, total_cells, 92);
+ABI_OFFSET(OrbCellCandidatesParams, fast_threshold, 96);
+ABI_OFFSET(OrbCellCandidatesParams, min_fast_threshold, 100);
+ABI_OFFSET(OrbCellCandidatesParams, harris, 104);
+ABI_OFFSET(OrbCellCandidatesParams, padding, 108);
+
+// orb_select_candidates: each level's records.
+struct OrbSelectCandidatesParams {
+    const OrbLevel* level_table;
+    OrbCounters counters;
+    const int* quotas;
+    OrbCandidateArrays candidates;  // the key is read when !harris
+    OrbRecordArrays records;        // key, yx and cell written
+    unsigned int* level_records;    // records per level
+    int n_levels;
+    int harris;
+};
+ABI_SIZE(OrbSelectCandidatesParams, 112);
+ABI_OFFSET(OrbSelectCandidatesParams, level_table, 0);
+ABI_OFFSET(OrbSelectCandidatesParams, counters, 8);
+ABI_OFFSET(OrbSelectCandidatesParams, quotas, 24);
+ABI_OFFSET(OrbSelectCandidatesParams, candidates, 32);
+ABI_OFFSET(OrbSelectCandidatesParams, records, 64);
+ABI_OFFSET(OrbSelectCandidatesParams, level_records, 96);
+ABI_OFFSET(OrbSelectCandidatesParams, n_levels, 104);
+ABI_OFFSET(OrbSelectCandidatesParams, harris, 108);
+
+// orb_record_keys: the records' Harris keys.
+struct OrbRecordKeysParams {
+    const unsigned char* pyramid;
+    const OrbLevel* level_table;
+    const unsigned int* level_records;
+    OrbRecordArrays records;  // yx read, key written
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbRecordKeysParams, 64);
+ABI_OFFSET(OrbRecordKeysParams, pyramid, 0);
+ABI_OFFSET(OrbRecordKeysParams, level_table, 8);
+ABI_OFFSET(OrbRecordKeysParams, level_records, 16);
+ABI_OFFSET(OrbRecordKeysParams, records, 24);
+ABI_OFFSET(OrbRecordKeysParams, n_levels, 56);
+ABI_OFFSET(OrbRecordKeysParams, padding, 60);
+
+// orb_record_ranks: each record's rank in its cell.
+struct OrbRecordRanksParams {
+    const OrbLevel* level_table;
+    const unsigned int* level_records;
+    OrbRecordArrays records;  // key, yx and cell read, rank written
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbRecordRanksParams, 56);
+ABI_OFFSET(OrbRecordRanksParams, level_table, 0);
+ABI_OFFSET(OrbRecordRanksParams, level_records, 8);
+ABI_OFFSET(OrbRecordRanksParams, records, 16);
+ABI_OFFSET(OrbRecordRanksParams, n_levels, 48);
+ABI_OFFSET(OrbRecordRanksParams, padding, 52);
+
+// orb_record_place: the kept keypoints, in output order.
+struct OrbRecordPlaceParams {
+    const OrbLevel* level_table;
+    OrbCounters counters;            // level_counts read
+    const int* quotas;
+    const unsigned int* level_records;
+    OrbRecordArrays records;         // key, yx and rank read
+    unsigned int* kept;              // n_levels + 1: kept per level, then the total
+    OrbKeypointArrays keypoints;
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbRecordPlaceParams, 112);
+ABI_OFFSET(OrbRecordPlaceParams, level_table, 0);
+ABI_OFFSET(OrbRecordPlaceParams, counters, 8);
+ABI_OFFSET(OrbRecordPlaceParams, quotas, 24);
+ABI_OFFSET(OrbRecordPlaceParams, level_records, 32);
+ABI_OFFSET(OrbRecordPlaceParams, records, 40);
+ABI_OFFSET(OrbRecordPlaceParams, kept, 72);
+ABI_OFFSET(OrbRecordPlaceParams, keypoints, 80);
+ABI_OFFSET(OrbRecordPlaceParams, n_levels, 104);
+ABI_OFFSET(OrbRecordPlaceParams, padding, 108);
+
+// orb_describe: orientation, rBRIEF and the fused match.
+struct OrbDescribeParams {
+    const unsigned char* pyramid;
+    const unsigned char* smoothed;
+    const OrbLevel* level_table;
+    const int* umax;                  // 16 entries: half-width of row v of the circle
+    const char4* pattern;             // 256 tests (x1, y1, x2, y2)
+    const unsigned int* kept;         // [n_levels] = keypoints to describe
+    OrbKeypointArrays keypoints;      // yx and level read
+    int2* moments;                    // (m10, m01) per keypoint
+    unsigned int* descriptors;        // DESC_WORDS words per keypoint
+    const unsigned int* train;        // resident train set (DESC_WORDS words each) or null
+    // Its size, read here: a graph replays for every count a resident set takes.
+    const unsigned int* train_count;
+    int3* matches;                    // (best index, best, second best) per keypoint
+    int n_levels;
+    int per_block;                    // keypoints per block, at most 32
+};
+ABI_SIZE(OrbDescribeParams, 120);
+ABI_OFFSET(OrbDescribeParams, pyramid, 0);
+ABI_OFFSET(OrbDescribeParams, smoothed, 8);
+ABI_OFFSET(OrbDescribeParams, level_table, 16);
+ABI_OFFSET(OrbDescribeParams, umax, 24);
+ABI_OFFSET(OrbDescribeParams, pattern, 32);
+ABI_OFFSET(OrbDescribeParams, kept, 40);
+ABI_OFFSET(OrbDescribeParams, keypoints, 48);
+ABI_OFFSET(OrbDescribeParams, moments, 72);
+ABI_OFFSET(OrbDescribeParams, descriptors, 80);
+ABI_OFFSET(OrbDescribeParams, train, 88);
+ABI_OFFSET(OrbDescribeParams, train_count, 96);
+ABI_OFFSET(OrbDescribeParams, matches, 104);
+ABI_OFFSET(OrbDescribeParams, n_levels, 112);
+ABI_OFFSET(OrbDescribeParams, per_block, 116);

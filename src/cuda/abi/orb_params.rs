@@ -1,0 +1,317 @@
+//! The parameters of the ORB kernels (kernels/common/orb_params.cuh), one struct per
+//! kernel, and the structure-of-arrays views several of them share. Candidates and
+//! records sit at each level's first slot ([`OrbLevel::cand_offset`](super::OrbLevel)).
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::DeviceRepr;
+
+/// The per-frame counters, zeroed each frame, within one buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbCounters {
+    /// Candidates per level (n_levels words).
+    pub level_counts: CUdeviceptr,
+    /// Each level's histogram of FAST scores (n_levels x ORB_SCORE_BINS words).
+    pub score_histograms: CUdeviceptr,
+}
+
+/// The NMS survivors of every cell.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbCandidateArrays {
+    /// y << 16 | x.
+    pub yx: CUdeviceptr,
+    /// The cell within the level.
+    pub cell: CUdeviceptr,
+    /// The FAST ranking key (i64).
+    pub key: CUdeviceptr,
+    /// The FAST score (u8).
+    pub score: CUdeviceptr,
+}
+
+/// The selection records.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbRecordArrays {
+    /// The ranking key (i64): FAST or Harris.
+    pub key: CUdeviceptr,
+    pub yx: CUdeviceptr,
+    pub cell: CUdeviceptr,
+    /// The rank within the cell.
+    pub rank: CUdeviceptr,
+}
+
+/// The kept keypoints, in output order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbKeypointArrays {
+    pub yx: CUdeviceptr,
+    pub level: CUdeviceptr,
+    /// The ranking key (i64).
+    pub key: CUdeviceptr,
+}
+
+/// The descriptors' smoothing taps packed as bytes for `orb_fast_score`'s byte dot
+/// products: w0..w3; w4, w5, w6, 0; 0, w0, w1, w2; w3..w6 (byte 0 first).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SmoothTaps {
+    pub taps_0123: u32,
+    pub taps_456: u32,
+    pub taps_x012: u32,
+    pub taps_3456: u32,
+}
+
+/// `orb_pyramid`: levels 1.. resized from level 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbPyramidParams {
+    pub level_table: CUdeviceptr,
+    pub taps: CUdeviceptr,
+    pub pyramid: CUdeviceptr,
+    pub barrier_state: CUdeviceptr,
+    pub n_levels: i32,
+    pub padding: i32,
+}
+
+/// `orb_fast_score`: FAST scores, the corner bitmap and the smoothed image of levels
+/// `first_level..n_levels`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbFastScoreParams {
+    pub pyramid: CUdeviceptr,
+    pub level_table: CUdeviceptr,
+    pub arc_bits: CUdeviceptr,
+    pub scores: CUdeviceptr,
+    pub corner_bits: CUdeviceptr,
+    pub smoothed: CUdeviceptr,
+    pub taps: SmoothTaps,
+    pub first_level: i32,
+    pub n_levels: i32,
+    pub threshold: i32,
+    pub padding: i32,
+}
+
+/// `orb_cell_candidates`: each cell's NMS survivors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbCellCandidatesParams {
+    pub scores: CUdeviceptr,
+    pub corner_bits: CUdeviceptr,
+    pub level_table: CUdeviceptr,
+    pub counters: OrbCounters,
+    pub cell_starts: CUdeviceptr,
+    pub cell_counts: CUdeviceptr,
+    pub candidates: OrbCandidateArrays,
+    pub n_levels: i32,
+    pub total_cells: i32,
+    pub fast_threshold: i32,
+    pub min_fast_threshold: i32,
+    pub harris: i32,
+    pub padding: i32,
+}
+
+/// `orb_select_candidates`: each level's records.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbSelectCandidatesParams {
+    pub level_table: CUdeviceptr,
+    pub counters: OrbCounters,
+    pub quotas: CUdeviceptr,
+    pub candidates: OrbCandidateArrays,
+    pub records: OrbRecordArrays,
+    pub level_records: CUdeviceptr,
+    pub n_levels: i32,
+    pub harris: i32,
+}
+
+/// `orb_record_keys`: the records' Harris keys.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbRecordKeysParams {
+    pub pyramid: CUdeviceptr,
+    pub level_table: CUdeviceptr,
+    pub level_records: CUdeviceptr,
+    pub records: OrbRecordArrays,
+    pub n_levels: i32,
+    pub padding: i32,
+}
+
+/// `orb_record_ranks`: each record's rank in its cell.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbRecordRanksParams {
+    pub level_table: CUdeviceptr,
+    pub level_records: CUdeviceptr,
+    pub records: OrbRecordArrays,
+    pub n_levels: i32,
+    pub padding: i32,
+}
+
+/// `orb_record_place`: the kept keypoints, in output order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbRecordPlaceParams {
+    pub level_table: CUdeviceptr,
+    pub counters: OrbCounters,
+    pub quotas: CUdeviceptr,
+    pub level_records: CUdeviceptr,
+    pub records: OrbRecordArrays,
+    /// n_levels + 1 words: the keypoints kept per level, then their total.
+    pub kept: CUdeviceptr,
+    pub keypoints: OrbKeypointArrays,
+    pub n_levels: i32,
+    pub padding: i32,
+}
+
+/// `orb_describe`: orientation, rBRIEF and the fused match.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbDescribeParams {
+    pub pyramid: CUdeviceptr,
+    pub smoothed: CUdeviceptr,
+    pub level_table: CUdeviceptr,
+    pub umax: CUdeviceptr,
+    pub pattern: CUdeviceptr,
+    pub kept: CUdeviceptr,
+    pub keypoints: OrbKeypointArrays,
+    pub moments: CUdeviceptr,
+    pub descriptors: CUdeviceptr,
+    /// The resident train set and its count, or 0 (null) for none.
+    pub train: CUdeviceptr,
+    pub train_count: CUdeviceptr,
+    pub matches: CUdeviceptr,
+    pub n_levels: i32,
+    /// Keypoints per block, at most 32.
+    pub per_block: i32,
+}
+
+// SAFETY (each): `#[repr(C)]` of device pointers, 4-byte numbers and the views above,
+// every byte a field, laid out as the kernels' struct of the same name (both checked by
+// `cuda::abi`'s tests).
+unsafe impl DeviceRepr for OrbPyramidParams {}
+unsafe impl DeviceRepr for OrbFastScoreParams {}
+unsafe impl DeviceRepr for OrbCellCandidatesParams {}
+unsafe impl DeviceRepr for OrbSelectCandidatesParams {}
+unsafe impl DeviceRepr for OrbRecordKeysParams {}
+unsafe impl DeviceRepr for OrbRecordRanksParams {}
+unsafe impl DeviceRepr for OrbRecordPlaceParams {}
+unsafe impl DeviceRepr for OrbDescribeParams {}
+
+#[cfg(test)]
+pub(super) fn layouts() -> Vec<super::layout::Layout> {
+    use super::layout::layout;
+    vec![
+        layout!(OrbCounters {
+            level_counts,
+            score_histograms,
+        }),
+        layout!(OrbCandidateArrays {
+            yx,
+            cell,
+            key,
+            score,
+        }),
+        layout!(OrbRecordArrays {
+            key,
+            yx,
+            cell,
+            rank,
+        }),
+        layout!(OrbKeypointArrays { yx, level, key }),
+        layout!(SmoothTaps {
+            taps_0123,
+            taps_456,
+            taps_x012,
+            taps_3456,
+        }),
+        layout!(OrbPyramidParams {
+            level_table,
+            taps,
+            pyramid,
+            barrier_state,
+            n_levels,
+            padding,
+        }),
+        layout!(OrbFastScoreParams {
+            pyramid,
+            level_table,
+            arc_bits,
+            scores,
+            corner_bits,
+            smoothed,
+            taps,
+            first_level,
+            n_levels,
+            threshold,
+            padding,
+        }),
+        layout!(OrbCellCandidatesParams {
+            scores,
+            corner_bits,
+            level_table,
+            counters,
+            cell_starts,
+            cell_counts,
+            candidates,
+            n_levels,
+            total_cells,
+            fast_threshold,
+            min_fast_threshold,
+            harris,
+            padding,
+        }),
+        layout!(OrbSelectCandidatesParams {
+            level_table,
+            counters,
+            quotas,
+            candidates,
+            records,
+            level_records,
+            n_levels,
+            harris,
+        }),
+        layout!(OrbRecordKeysParams {
+            pyramid,
+            level_table,
+            level_records,
+            records,
+            n_levels,
+            padding,
+        }),
+        layout!(OrbRecordRanksParams {
+            level_table,
+            level_records,
+            records,
+            n_levels,
+            padding,
+        }),
+        layout!(OrbRecordPlaceParams {
+            level_table,
+            counters,
+            quotas,
+            level_records,
+            records,
+            kept,
+            keypoints,
+            n_levels,
+            padding,
+        }),
+        layout!(OrbDescribeParams {
+            pyramid,
+            smoothed,
+            level_table,
+            umax,
+            pattern,
+            kept,
+            keypoints,
+            moments,
+            descriptors,
+            train,
+            train_count,
+            matches,
+            n_levels,
+            per_block,
+        }),
+    ]
+}

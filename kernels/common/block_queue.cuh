@@ -24,7 +24,7 @@ __device__ __forceinline__ int block_queue_take(unsigned int* counter, int n, in
         const unsigned int items = (unsigned int)n * (unsigned int)layers;
         for (unsigned int t = atomicAdd(counter, 1u); t < items; t = atomicAdd(counter, 1u)) {
             const int pass = (int)(t / (unsigned int)n), k = (int)(t % (unsigned int)n);
-            const int widest_first = min(max(layers - packed_layer(octave_layer[k]), 0), layers - 1);
+            const int widest_first = min(max(layers - packed_layer(__ldg(&octave_layer[k])), 0), layers - 1);
             if (widest_first == pass) {
                 taken = k;
                 break;

@@ -17,7 +17,9 @@
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
 #include "common/gradient.cuh"
+#include "common/read_only.cuh"
 #include "common/row_runs.cuh"
+#include "common/sift_params.cuh"
 #include "common/warp_reduce_by_key.cuh"
 
 // The descriptor's shape and the votes per sample are -D defines from src/cuda/abi.rs
@@ -52,31 +54,25 @@ __device__ __forceinline__ void cut_to_band(float slope, float offset, float& lo
     hi = fminf(hi, ceilf(fmaxf(a, b)) + 1.f);
 }
 
-extern "C" __global__ void sift_describe(
-    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    int layers, int root_sift, const unsigned int* __restrict__ out_count,
-    const float* __restrict__ out_x,
-    const float* __restrict__ out_y, const float* __restrict__ out_size,
-    const float* __restrict__ out_angle, const int* __restrict__ out_octave_layer,
-    unsigned int* __restrict__ work, unsigned int* __restrict__ descriptors) {
+extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
     // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
     extern __shared__ float shared[];
     const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
     float* gathered = shared + warps * (VOTES * KEYS);
-    const int n = (int)*out_count;
+    const int n = (int)__ldg(p.out_count);
     // The queue's read of the next keypoint follows the gather's __syncthreads().
-    for (int kp = block_queue_take(work, n, layers, out_octave_layer, -1); kp < n;
-         kp = block_queue_take(work, n, layers, out_octave_layer, kp)) {
-        const int packed = out_octave_layer[kp];
-        const SiftOctave oct = octaves[packed_octave(packed)];
+    for (int kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, -1); kp < n;
+         kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, kp)) {
+        const int packed = __ldg(&p.out_octave_layer[kp]);
+        const SiftOctave oct = ldg_words(&p.octaves[packed_octave(packed)]);
         const int w = oct.width, h = oct.height;
-        const float* image = gaussian_layer(pyramid, oct, packed);
+        const float* image = gaussian_layer(p.pyramid, oct, packed);
         // Back to octave pixels: multiplying by a power of two is exact both ways.
-        const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
-        const float x = out_x[kp] / factor, y = out_y[kp] / factor;
-        const float scale = out_size[kp] * 0.5f / factor;
-        float ori = 360.f - out_angle[kp];
+        const float factor = ldexpf(1.f, packed_octave(packed) + p.first_octave);
+        const float x = __ldg(&p.outputs.x[kp]) / factor, y = __ldg(&p.outputs.y[kp]) / factor;
+        const float scale = __ldg(&p.outputs.size[kp]) * 0.5f / factor;
+        float ori = 360.f - __ldg(&p.outputs.angle[kp]);
         if (fabsf(ori - 360.f) < 1.1920929e-7f) ori = 0.f;
         const int px = (int)rintf(x), py = (int)rintf(y);
         const float bin_width = 3.f * scale;
@@ -188,7 +184,7 @@ extern "C" __global__ void sift_describe(
         float inv = 1.f / fmaxf(norm, 1.1920929e-7f);
 #pragma unroll
         for (int q = 0; q < 4; ++q) values[q] *= inv;
-        if (root_sift) {
+        if (p.root_sift) {
             float l1 = warp_sum(values[0] + values[1] + values[2] + values[3]);
             inv = 1.f / fmaxf(l1, 1.1920929e-7f);
 #pragma unroll
@@ -200,6 +196,6 @@ extern "C" __global__ void sift_describe(
             float v = fminf(fmaxf(rintf(values[q] * 512.f), 0.f), 255.f);
             packed_bytes |= (unsigned int)v << (8 * q);
         }
-        descriptors[kp * (LENGTH / 4) + lane] = packed_bytes;
+        p.descriptors[kp * (LENGTH / 4) + lane] = packed_bytes;
     }
 }

@@ -13,7 +13,9 @@
 // strict, and two comparisons) with one warp vote per layer. Survivors are compacted
 // into structure-of-arrays candidate lists with warp-aggregated atomics, so the
 // refinement kernel gets full warps.
+#include "common/read_only.cuh"
 #include "common/sift_octaves.cuh"
+#include "common/sift_params.cuh"
 #include "common/warp_append.cuh"
 
 #define STRIP 30  // columns a warp tests
@@ -101,24 +103,21 @@ __device__ __forceinline__ int items_of(const SiftOctave& o) {
 
 // Tests octaves [octave_begin, octave_end) of the table: the frame's stream tests the
 // big octaves while the small octaves' block (small_octaves.cu) is still making its own.
-extern "C" __global__ void sift_extrema(
-    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves_in, int octave_begin,
-    int octave_end, int n_layers, float threshold, unsigned int* candidate_count, int capacity,
-    int* __restrict__ cand_x, int* __restrict__ cand_y, int* __restrict__ cand_octave_layer) {
+extern "C" __global__ void sift_extrema(const SiftExtremaParams p) {
     __shared__ SiftOctave octaves[SIFT_MAX_OCTAVES];
     __shared__ int first_item[SIFT_MAX_OCTAVES + 1];
-    for (int i = threadIdx.x; i < octave_end; i += blockDim.x) octaves[i] = octaves_in[i];
+    for (int i = threadIdx.x; i < p.octave_end; i += blockDim.x) octaves[i] = ldg_words(p.octaves + i);
     __syncthreads();
     if (threadIdx.x == 0) {
-        for (int o = 0; o <= octave_begin; ++o) first_item[o] = 0;
-        for (int o = octave_begin; o < octave_end; ++o) first_item[o + 1] = first_item[o] + items_of(octaves[o]);
+        for (int o = 0; o <= p.octave_begin; ++o) first_item[o] = 0;
+        for (int o = p.octave_begin; o < p.octave_end; ++o) first_item[o + 1] = first_item[o] + items_of(octaves[o]);
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, warps_per_block = blockDim.x >> 5;
-    const float contrast_floor = fmaxf(threshold, 0.f);
-    for (int item = blockIdx.x * warps_per_block + (threadIdx.x >> 5); item < first_item[octave_end];
+    const float contrast_floor = fmaxf(p.threshold, 0.f);
+    for (int item = blockIdx.x * warps_per_block + (threadIdx.x >> 5); item < first_item[p.octave_end];
          item += gridDim.x * warps_per_block) {
-        int o = octave_begin;
+        int o = p.octave_begin;
         while (item >= first_item[o + 1]) ++o;
         const SiftOctave oct = octaves[o];
         const int w = oct.width, h = oct.height, plane = w * h;
@@ -128,7 +127,7 @@ extern "C" __global__ void sift_extrema(
         const bool tests_column = lane >= 1 && lane <= STRIP && x < w - SIFT_IMG_BORDER;
         const int rows_in = min(BAND, h - SIFT_IMG_BORDER - y0);  // rows this band tests
         // Lane 31's column may lie past the plane; it feeds no tested column then.
-        const float* top = pyramid + oct.dog + (y0 - 1) * w + min(x, w - 1);
+        const float* top = p.pyramid + oct.dog + (y0 - 1) * w + min(x, w - 1);
         const bool clamp = y0 + BAND > h - 1;
         const int rows_left = h - (y0 - 1);
         const PlaneRows first = load_rows(top, w, clamp, rows_left);
@@ -137,10 +136,10 @@ extern "C" __global__ void sift_extrema(
         Bounds middle_bounds = bounds_of(middle);
         // 3x3x3 bound of the plane below the tested layer and of the tested layer.
         Bounds lower = merged(bounds_of(first), middle_bounds);
-        for (int layer = 1; layer <= n_layers; ++layer) {
+        for (int layer = 1; layer <= p.n_layers; ++layer) {
             const PlaneRows above = next;
             // Warp-uniform: the last layer has no plane after next.
-            if (layer < n_layers) next = load_rows(top + (layer + 2) * plane, w, clamp, rows_left);
+            if (layer < p.n_layers) next = load_rows(top + (layer + 2) * plane, w, clamp, rows_left);
             const Bounds above_bounds = bounds_of(above);
             const Bounds bound = merged(lower, above_bounds);
             // Extrema are rare: the warp votes once per layer (border lanes and rows
@@ -154,11 +153,11 @@ extern "C" __global__ void sift_extrema(
                 for (int r = 0; r < BAND; ++r) {
                     if (tests_column && r < rows_in &&
                         is_extremum(middle.row[r + 1], bound.lo[r], bound.hi[r], contrast_floor)) {
-                        unsigned int slot = warp_append(candidate_count, 0);
-                        if (slot < (unsigned int)capacity) {
-                            cand_x[slot] = x;
-                            cand_y[slot] = y0 + r;
-                            cand_octave_layer[slot] = pack_octave_layer(o, layer);
+                        unsigned int slot = warp_append(&p.counters->candidates, 0);
+                        if (slot < (unsigned int)p.capacity) {
+                            p.candidates.x[slot] = x;
+                            p.candidates.y[slot] = y0 + r;
+                            p.candidates.octave_layer[slot] = pack_octave_layer(o, layer);
                         }
                     }
                 }

@@ -12,19 +12,11 @@
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
 #include "common/gradient.cuh"
+#include "common/read_only.cuh"
+#include "common/sift_params.cuh"
 #include "common/warp_append.cuh"
 
-extern "C" __global__ void sift_orientation(
-    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int first_octave,
-    int layers, const unsigned int* __restrict__ extremum_count, int extremum_capacity,
-    const int* __restrict__ ext_col, const int* __restrict__ ext_row,
-    const int* __restrict__ ext_octave_layer, const float* __restrict__ ext_x,
-    const float* __restrict__ ext_y, const float* __restrict__ ext_scale,
-    const float* __restrict__ ext_response, unsigned int* __restrict__ work,
-    unsigned int* keypoint_count, int capacity,
-    float* __restrict__ kp_x, float* __restrict__ kp_y, float* __restrict__ kp_size,
-    float* __restrict__ kp_angle, float* __restrict__ kp_response,
-    int* __restrict__ kp_octave_layer) {
+extern "C" __global__ void sift_orientation(const SiftOrientationParams p) {
     // Bin b of thread t at columns[b * (T + 1) + t]; then per warp raw[ORIENTATION_BINS]; then
     // smooth[ORIENTATION_BINS] (T = blockDim.x).
     extern __shared__ float shared[];
@@ -33,16 +25,16 @@ extern "C" __global__ void sift_orientation(
     float* columns = shared;
     float* raw = shared + ORIENTATION_BINS * row + warp * ORIENTATION_BINS;
     float* smooth = shared + ORIENTATION_BINS * row + n_warps * ORIENTATION_BINS;
-    const int n = min(*extremum_count, (unsigned int)extremum_capacity);
+    const int n = min(__ldg(&p.counters->extrema), (unsigned int)p.extremum_capacity);
     // Taking the next extremum waits for warp 0 to finish with this one's histograms.
-    for (int e = block_queue_take(work, n, layers, ext_octave_layer, -1); e < n;
-         e = block_queue_take(work, n, layers, ext_octave_layer, e)) {
-        const int packed = ext_octave_layer[e];
-        const SiftOctave oct = octaves[packed_octave(packed)];
+    for (int e = block_queue_take(&p.counters->orientation_queue, n, p.layers, p.extrema.octave_layer, -1); e < n;
+         e = block_queue_take(&p.counters->orientation_queue, n, p.layers, p.extrema.octave_layer, e)) {
+        const int packed = __ldg(&p.extrema.octave_layer[e]);
+        const SiftOctave oct = ldg_words(&p.octaves[packed_octave(packed)]);
         const int w = oct.width, h = oct.height;
-        const float* image = gaussian_layer(pyramid, oct, packed);
-        const int x = ext_col[e], y = ext_row[e];
-        const float scale = ext_scale[e];
+        const float* image = gaussian_layer(p.pyramid, oct, packed);
+        const int x = __ldg(&p.extrema.col[e]), y = __ldg(&p.extrema.row[e]);
+        const float scale = __ldg(&p.extrema.scale[e]);
         const int radius = (int)rintf(1.5f * 3.f * scale);
         const float sigma = 1.5f * scale;
         // The Gaussian weight exp(-(i^2 + j^2) / (2 sigma^2)) as a power of two.
@@ -106,7 +98,7 @@ extern "C" __global__ void sift_orientation(
         float best = -3.402823466e38f;
         for (int b = 0; b < ORIENTATION_BINS; ++b) best = fmaxf(best, smooth[b]);
         const float threshold = best * 0.8f;
-        const float factor = ldexpf(1.f, packed_octave(packed) + first_octave);
+        const float factor = ldexpf(1.f, packed_octave(packed) + p.first_octave);
         for (int b = lane; b < ORIENTATION_BINS; b += 32) {
             float left = smooth[(b + ORIENTATION_BINS - 1) % ORIENTATION_BINS], right = smooth[(b + 1) % ORIENTATION_BINS];
             float v = smooth[b];
@@ -116,14 +108,14 @@ extern "C" __global__ void sift_orientation(
                 else if (bin >= (float)ORIENTATION_BINS) bin -= (float)ORIENTATION_BINS;
                 float angle = 360.f - 360.f / (float)ORIENTATION_BINS * bin;
                 if (fabsf(angle - 360.f) < 1.1920929e-7f || angle >= 360.f) angle = 0.f;
-                unsigned int slot = warp_append(keypoint_count, 0);
-                if (slot < (unsigned int)capacity) {
-                    kp_x[slot] = ext_x[e] * factor;
-                    kp_y[slot] = ext_y[e] * factor;
-                    kp_size[slot] = 2.f * scale * factor;
-                    kp_angle[slot] = angle;
-                    kp_response[slot] = ext_response[e];
-                    kp_octave_layer[slot] = packed;
+                unsigned int slot = warp_append(&p.counters->keypoints, 0);
+                if (slot < (unsigned int)p.capacity) {
+                    p.keypoints.x[slot] = __ldg(&p.extrema.x[e]) * factor;
+                    p.keypoints.y[slot] = __ldg(&p.extrema.y[e]) * factor;
+                    p.keypoints.size[slot] = 2.f * scale * factor;
+                    p.keypoints.angle[slot] = angle;
+                    p.keypoints.response[slot] = __ldg(&p.extrema.response[e]);
+                    p.keypoints.octave_layer[slot] = packed;
                 }
             }
         }

@@ -2,7 +2,9 @@
 // section 3), a thread per candidate, survivors compacted for the orientation
 // kernel. The arithmetic is src/cpu/sift/refine.rs operation for operation; with FMA
 // contraction the refined points are the CPU's to within a few ulps.
+#include "common/read_only.cuh"
 #include "common/sift_octaves.cuh"
+#include "common/sift_params.cuh"
 #include "common/warp_append.cuh"
 
 #define SIFT_MAX_INTERP_STEPS 5
@@ -65,23 +67,15 @@ __device__ __forceinline__ void solve3(float a[3][3], float b[3], float x[3]) {
     }
 }
 
-extern "C" __global__ void sift_refine(
-    const float* __restrict__ pyramid, const SiftOctave* __restrict__ octaves, int n_layers,
-    float contrast_threshold, float edge_threshold, float sigma,
-    const unsigned int* __restrict__ candidate_count, int candidate_capacity,
-    const int* __restrict__ cand_x, const int* __restrict__ cand_y,
-    const int* __restrict__ cand_octave_layer, unsigned int* extremum_count, int capacity,
-    int* __restrict__ ext_col, int* __restrict__ ext_row, int* __restrict__ ext_octave_layer,
-    float* __restrict__ ext_x, float* __restrict__ ext_y, float* __restrict__ ext_scale,
-    float* __restrict__ ext_response) {
-    int n = min(*candidate_count, (unsigned int)candidate_capacity);
+extern "C" __global__ void sift_refine(const SiftRefineParams p) {
+    int n = min(__ldg(&p.counters->candidates), (unsigned int)p.candidate_capacity);
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        int packed = cand_octave_layer[i];
+        int packed = __ldg(&p.candidates.octave_layer[i]);
         int o = packed_octave(packed);
-        const SiftOctave oct = octaves[o];
+        const SiftOctave oct = ldg_words(&p.octaves[o]);
         int w = oct.width, h = oct.height, plane = w * h;
-        const float* dog = pyramid + oct.dog;
-        int layer = packed_layer(packed), r = cand_y[i], c = cand_x[i];
+        const float* dog = p.pyramid + oct.dog;
+        int layer = packed_layer(packed), r = __ldg(&p.candidates.y[i]), c = __ldg(&p.candidates.x[i]);
         float offset[3] = {0.f, 0.f, 0.f};
         bool converged = false, rejected = false;
         for (int step = 0; step < SIFT_MAX_INTERP_STEPS; ++step) {
@@ -101,7 +95,7 @@ extern "C" __global__ void sift_refine(
             long long nc = c + (long long)roundf(offset[0]);  // f32::round: half away from zero
             long long nr = r + (long long)roundf(offset[1]);
             long long nl = layer + (long long)roundf(offset[2]);
-            if (nl < 1 || nl > n_layers || nc < SIFT_IMG_BORDER || nc >= w - SIFT_IMG_BORDER ||
+            if (nl < 1 || nl > p.n_layers || nc < SIFT_IMG_BORDER || nc >= w - SIFT_IMG_BORDER ||
                 nr < SIFT_IMG_BORDER || nr >= h - SIFT_IMG_BORDER) {
                 rejected = true;
                 break;
@@ -114,20 +108,20 @@ extern "C" __global__ void sift_refine(
         float t = 0.f;
         for (int k = 0; k < 3; ++k) t += d.g[k] * offset[k];
         float contrast = __ldg(dog + layer * plane + r * w + c) / 255.f + t * 0.5f;
-        if (fabsf(contrast) * (float)n_layers < contrast_threshold) continue;
+        if (fabsf(contrast) * (float)p.n_layers < p.contrast_threshold) continue;
         float dxx = d.h[0][0], dxy = d.h[0][1], dyy = d.h[1][1];
         float trace = dxx + dyy;
         float det = dxx * dyy - dxy * dxy;
-        float e = edge_threshold;
+        float e = p.edge_threshold;
         if (det <= 0.f || trace * trace * e >= (e + 1.f) * (e + 1.f) * det) continue;
-        unsigned int slot = warp_append(extremum_count, 0);
-        if (slot >= (unsigned int)capacity) continue;
-        ext_col[slot] = c;
-        ext_row[slot] = r;
-        ext_octave_layer[slot] = pack_octave_layer(o, layer);
-        ext_x[slot] = (float)c + offset[0];
-        ext_y[slot] = (float)r + offset[1];
-        ext_scale[slot] = sigma * powf(2.f, ((float)layer + offset[2]) / (float)n_layers);
-        ext_response[slot] = fabsf(contrast);
+        unsigned int slot = warp_append(&p.counters->extrema, 0);
+        if (slot >= (unsigned int)p.capacity) continue;
+        p.extrema.col[slot] = c;
+        p.extrema.row[slot] = r;
+        p.extrema.octave_layer[slot] = pack_octave_layer(o, layer);
+        p.extrema.x[slot] = (float)c + offset[0];
+        p.extrema.y[slot] = (float)r + offset[1];
+        p.extrema.scale[slot] = p.sigma * powf(2.f, ((float)layer + offset[2]) / (float)p.n_layers);
+        p.extrema.response[slot] = fabsf(contrast);
     }
 }

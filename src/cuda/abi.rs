@@ -20,6 +20,7 @@ pub mod image_params;
 mod layout;
 pub mod match_params;
 pub mod orb_params;
+pub mod sift_params;
 
 /// A constant the kernels take as `-D NAME=value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -372,6 +373,7 @@ mod tests {
             .chain(image_params::layouts())
             .chain(match_params::layouts())
             .chain(orb_params::layouts())
+            .chain(sift_params::layouts())
             .collect()
     }
 

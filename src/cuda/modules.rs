@@ -66,6 +66,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/match_params.cuh"),
     kernel_file!("common/orb_params.cuh"),
     kernel_file!("common/read_only.cuh"),
+    kernel_file!("common/sift_params.cuh"),
 ];
 
 const fn module(

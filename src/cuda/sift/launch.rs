@@ -2,128 +2,29 @@
 //! between upload and downloads), queued on the pipeline's stream: captured once per
 //! image size into a CUDA graph.
 //!
-//! Each `*Args` struct lists its kernel's parameters in order, under the kernel's
-//! names (kernels/sift/*.cu); a keypoint list is one structure-of-arrays view, pushed
-//! array by array in the kernel's order. Device pointers are `CUdeviceptr`.
+//! The kernels after the scale space take one parameter struct each
+//! (`cuda::abi::sift_params`, mirrored in kernels/common/sift_params.cuh), the keypoint
+//! lists as structure-of-arrays views; the scale-space kernels' `*Args` list their
+//! parameters in order, under the kernels' names (kernels/sift/pyramid.cu, levels.cu,
+//! small_octaves.cu). Device pointers are `CUdeviceptr`.
 
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::SiftConfig;
-use crate::cuda::abi::{LevelsJob, SiftCounters};
+use crate::cuda::abi::sift_params::{
+    SiftCandidateArrays, SiftDescribeParams, SiftExtremaParams, SiftExtremumArrays,
+    SiftKeypointArrays, SiftOrientationParams, SiftPlaceParams, SiftRankKeysParams,
+    SiftRankResponsesParams, SiftRanks, SiftRefineParams,
+};
+use crate::cuda::abi::LevelsJob;
 use crate::cuda::branch::Branch;
-use crate::cuda::kernel::KernelArgs;
 use crate::cuda::sift::plan::{JobLaunch, Plan, Taps};
 use crate::cuda::sift::shapes::{Kernels, Launch};
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
-
-/// Candidates of `sift_extrema`: integer position and packed octave and layer.
-#[derive(Clone, Copy)]
-pub struct CandidateArrays {
-    pub x: CUdeviceptr,
-    pub y: CUdeviceptr,
-    pub octave_layer: CUdeviceptr,
-}
-
-/// Extrema of `sift_refine`: sample, packed octave and layer, refined position,
-/// scale and response.
-#[derive(Clone, Copy)]
-pub struct ExtremumArrays {
-    pub col: CUdeviceptr,
-    pub row: CUdeviceptr,
-    pub octave_layer: CUdeviceptr,
-    pub x: CUdeviceptr,
-    pub y: CUdeviceptr,
-    pub scale: CUdeviceptr,
-    pub response: CUdeviceptr,
-}
-
-/// Oriented keypoints, before ranking (`sift_orientation`) or as output (`sift_place`).
-#[derive(Clone, Copy)]
-pub struct KeypointArrays {
-    pub x: CUdeviceptr,
-    pub y: CUdeviceptr,
-    pub size: CUdeviceptr,
-    pub angle: CUdeviceptr,
-    pub response: CUdeviceptr,
-    /// Packed octave and layer (`octave` in the outputs: the octave as reported).
-    pub octave_layer: CUdeviceptr,
-}
-
-/// The counters of [`SiftCounters`], each as the pointer a kernel advances.
-#[derive(Clone, Copy)]
-pub struct CounterPointers {
-    pub all: CUdeviceptr,
-    pub candidates: CUdeviceptr,
-    pub extrema: CUdeviceptr,
-    pub keypoints: CUdeviceptr,
-    pub duplicates: CUdeviceptr,
-    pub orientation_queue: CUdeviceptr,
-    pub describe_queue: CUdeviceptr,
-}
-
-impl CounterPointers {
-    fn of(counters: CUdeviceptr) -> Self {
-        let field = |offset: usize| counters + offset as u64;
-        Self {
-            all: counters,
-            candidates: field(offset_of!(SiftCounters, candidates)),
-            extrema: field(offset_of!(SiftCounters, extrema)),
-            keypoints: field(offset_of!(SiftCounters, keypoints)),
-            duplicates: field(offset_of!(SiftCounters, duplicates)),
-            orientation_queue: field(offset_of!(SiftCounters, orientation_queue)),
-            describe_queue: field(offset_of!(SiftCounters, describe_queue)),
-        }
-    }
-}
-
-/// The ranking's three counts per keypoint.
-#[derive(Clone, Copy)]
-pub struct Ranks {
-    pub less: CUdeviceptr,
-    pub equal_before: CUdeviceptr,
-    pub stronger: CUdeviceptr,
-}
-
-impl CandidateArrays {
-    /// Pushes the arrays in the kernels' order: x, y, octave_layer.
-    fn push<'a>(&'a self, args: &mut KernelArgs<'a>) {
-        args.arg(&self.x).arg(&self.y).arg(&self.octave_layer);
-    }
-}
-
-impl ExtremumArrays {
-    /// Pushes the arrays in the kernels' order: col, row, octave_layer, x, y, scale,
-    /// response.
-    fn push<'a>(&'a self, args: &mut KernelArgs<'a>) {
-        args.arg(&self.col)
-            .arg(&self.row)
-            .arg(&self.octave_layer)
-            .arg(&self.x)
-            .arg(&self.y)
-            .arg(&self.scale)
-            .arg(&self.response);
-    }
-}
-
-impl KeypointArrays {
-    /// Pushes the arrays the ranking and the descriptor read first: x, y, size, angle.
-    fn push_pose<'a>(&'a self, args: &mut KernelArgs<'a>) {
-        args.arg(&self.x)
-            .arg(&self.y)
-            .arg(&self.size)
-            .arg(&self.angle);
-    }
-
-    /// Pushes every array: x, y, size, angle, response, octave_layer.
-    fn push<'a>(&'a self, args: &mut KernelArgs<'a>) {
-        self.push_pose(args);
-        args.arg(&self.response).arg(&self.octave_layer);
-    }
-}
 
 /// `sift_blur_dog_*` (kernels/sift/pyramid.cu) and `sift_levels_*`
 /// (kernels/sift/levels.cu), which take the same parameters.
@@ -150,108 +51,11 @@ pub struct SmallOctavesArgs {
     pub n_taps: i32,
 }
 
-/// `sift_extrema` (kernels/sift/extrema.cu).
-pub struct ExtremaArgs {
-    pub pyramid: CUdeviceptr,
-    pub octaves: CUdeviceptr,
-    pub octave_begin: i32,
-    pub octave_end: i32,
-    pub n_layers: i32,
-    pub threshold: f32,
-    pub candidate_count: CUdeviceptr,
-    pub capacity: i32,
-    pub candidates: CandidateArrays,
-}
-
-/// `sift_refine` (kernels/sift/refine.cu).
-pub struct RefineArgs {
-    pub pyramid: CUdeviceptr,
-    pub octaves: CUdeviceptr,
-    pub n_layers: i32,
-    pub contrast_threshold: f32,
-    pub edge_threshold: f32,
-    pub sigma: f32,
-    pub candidate_count: CUdeviceptr,
-    pub candidate_capacity: i32,
-    pub candidates: CandidateArrays,
-    pub extremum_count: CUdeviceptr,
-    pub capacity: i32,
-    pub extrema: ExtremumArrays,
-}
-
-/// `sift_orientation` (kernels/sift/orientation.cu).
-pub struct OrientationArgs {
-    pub pyramid: CUdeviceptr,
-    pub octaves: CUdeviceptr,
-    pub first_octave: i32,
-    pub layers: i32,
-    pub extremum_count: CUdeviceptr,
-    pub extremum_capacity: i32,
-    pub extrema: ExtremumArrays,
-    pub work: CUdeviceptr,
-    pub keypoint_count: CUdeviceptr,
-    pub capacity: i32,
-    pub keypoints: KeypointArrays,
-}
-
-/// `sift_rank_keys` (kernels/sift/order.cu): reads the keypoints' x, y, size, angle.
-pub struct RankKeysArgs {
-    pub keypoint_count: CUdeviceptr,
-    pub capacity: i32,
-    pub keypoints: KeypointArrays,
-    pub less: CUdeviceptr,
-    pub equal_before: CUdeviceptr,
-    pub duplicate_count: CUdeviceptr,
-    pub duplicates: CUdeviceptr,
-}
-
-/// `sift_rank_responses` (kernels/sift/order.cu): reads x, y, size, angle, response.
-pub struct RankResponsesArgs {
-    pub keypoint_count: CUdeviceptr,
-    pub capacity: i32,
-    pub duplicate_count: CUdeviceptr,
-    pub max_features: i32,
-    pub keypoints: KeypointArrays,
-    pub equal_before: CUdeviceptr,
-    pub stronger: CUdeviceptr,
-}
-
-/// `sift_place` (kernels/sift/order.cu).
-pub struct PlaceArgs {
-    pub keypoint_count: CUdeviceptr,
-    pub capacity: i32,
-    pub duplicate_count: CUdeviceptr,
-    pub duplicates: CUdeviceptr,
-    pub max_features: i32,
-    pub first_octave: i32,
-    pub keypoints: KeypointArrays,
-    pub ranks: Ranks,
-    pub counters: CUdeviceptr,
-    pub summary: CUdeviceptr,
-    /// The outputs; `octave_layer` is the reported octave.
-    pub outputs: KeypointArrays,
-    pub out_octave_layer: CUdeviceptr,
-}
-
-/// `sift_describe` (kernels/sift/describe.cu): reads the outputs' x, y, size, angle.
-pub struct DescribeArgs {
-    pub pyramid: CUdeviceptr,
-    pub octaves: CUdeviceptr,
-    pub first_octave: i32,
-    pub layers: i32,
-    pub root_sift: i32,
-    pub out_count: CUdeviceptr,
-    pub outputs: KeypointArrays,
-    pub out_octave_layer: CUdeviceptr,
-    pub work: CUdeviceptr,
-    pub descriptors: CUdeviceptr,
-}
-
 /// The typed launches.
 ///
 /// # Safety (every function)
-/// Every pointer of `args` is a live device allocation of the caller's plan (or a
-/// table uploaded with it), sized for the capacities and tables the kernel is given,
+/// Every pointer of its arguments is a live device allocation of the caller's plan (or
+/// a table uploaded with it), sized for the capacities and tables the kernel is given,
 /// and stays alive until the stream has run the kernel.
 impl Kernels {
     /// A stage's chained jobs, with the level-by-level kernel whose register window
@@ -301,131 +105,65 @@ impl Kernels {
         }
     }
 
-    pub unsafe fn extrema(&self, stream: &CudaStream, a: &ExtremaArgs) -> Result<()> {
-        let mut args = self.extrema.kernel.args(stream);
-        args.arg(&a.pyramid)
-            .arg(&a.octaves)
-            .arg(&a.octave_begin)
-            .arg(&a.octave_end)
-            .arg(&a.n_layers)
-            .arg(&a.threshold)
-            .arg(&a.candidate_count)
-            .arg(&a.capacity);
-        a.candidates.push(&mut args);
-        // SAFETY: the arguments follow `sift_extrema`'s parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe { args.launch(self.extrema.persistent()) }
+    pub unsafe fn extrema(&self, stream: &CudaStream, p: &SiftExtremaParams) -> Result<()> {
+        // SAFETY: `p` is `sift_extrema`'s parameter struct; the caller vouches for the
+        // pyramid and octave table and for the candidate arrays of `capacity` entries.
+        unsafe { self.extrema.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn refine(&self, stream: &CudaStream, a: &RefineArgs) -> Result<()> {
-        let mut args = self.refine.kernel.args(stream);
-        args.arg(&a.pyramid)
-            .arg(&a.octaves)
-            .arg(&a.n_layers)
-            .arg(&a.contrast_threshold)
-            .arg(&a.edge_threshold)
-            .arg(&a.sigma)
-            .arg(&a.candidate_count)
-            .arg(&a.candidate_capacity);
-        a.candidates.push(&mut args);
-        args.arg(&a.extremum_count).arg(&a.capacity);
-        a.extrema.push(&mut args);
-        // SAFETY: the arguments follow `sift_refine`'s parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe { args.launch(self.refine.persistent()) }
+    pub unsafe fn refine(&self, stream: &CudaStream, p: &SiftRefineParams) -> Result<()> {
+        // SAFETY: `p` is `sift_refine`'s parameter struct; the caller vouches for the
+        // pyramid and octave table, the candidate and extremum arrays of their
+        // capacities and the counters.
+        unsafe { self.refine.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn orientation(&self, stream: &CudaStream, a: &OrientationArgs) -> Result<()> {
-        let mut args = self.orientation.kernel.args(stream);
-        args.arg(&a.pyramid)
-            .arg(&a.octaves)
-            .arg(&a.first_octave)
-            .arg(&a.layers)
-            .arg(&a.extremum_count)
-            .arg(&a.extremum_capacity);
-        a.extrema.push(&mut args);
-        args.arg(&a.work).arg(&a.keypoint_count).arg(&a.capacity);
-        a.keypoints.push(&mut args);
-        // SAFETY: the arguments follow `sift_orientation`'s parameters in order and
-        // type; the caller vouches for the pointers.
-        unsafe { args.launch(self.orientation.persistent()) }
+    pub unsafe fn orientation(&self, stream: &CudaStream, p: &SiftOrientationParams) -> Result<()> {
+        // SAFETY: `p` is `sift_orientation`'s parameter struct; the caller vouches for
+        // the pyramid and octave table, the extremum and keypoint arrays of their
+        // capacities and the counters (its work queue zeroed).
+        unsafe { self.orientation.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn rank_keys(&self, stream: &CudaStream, a: &RankKeysArgs) -> Result<()> {
-        let mut args = self.rank_keys.kernel.args(stream);
-        args.arg(&a.keypoint_count).arg(&a.capacity);
-        a.keypoints.push_pose(&mut args);
-        args.arg(&a.less)
-            .arg(&a.equal_before)
-            .arg(&a.duplicate_count)
-            .arg(&a.duplicates);
-        // SAFETY: the arguments follow `sift_rank_keys`' parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe { args.launch(self.rank_keys.persistent()) }
+    pub unsafe fn rank_keys(&self, stream: &CudaStream, p: &SiftRankKeysParams) -> Result<()> {
+        // SAFETY: `p` is `sift_rank_keys`' parameter struct; the caller vouches for the
+        // keypoint arrays, the zeroed ranks and the duplicate list (`capacity` entries
+        // each).
+        unsafe { self.rank_keys.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn rank_responses(&self, stream: &CudaStream, a: &RankResponsesArgs) -> Result<()> {
-        let mut args = self.rank_responses.kernel.args(stream);
-        args.arg(&a.keypoint_count)
-            .arg(&a.capacity)
-            .arg(&a.duplicate_count)
-            .arg(&a.max_features);
-        a.keypoints.push_pose(&mut args);
-        args.arg(&a.keypoints.response)
-            .arg(&a.equal_before)
-            .arg(&a.stronger);
-        // SAFETY: the arguments follow `sift_rank_responses`' parameters in order and
-        // type; the caller vouches for the pointers.
-        unsafe { args.launch(self.rank_responses.persistent()) }
+    pub unsafe fn rank_responses(
+        &self,
+        stream: &CudaStream,
+        p: &SiftRankResponsesParams,
+    ) -> Result<()> {
+        // SAFETY: `p` is `sift_rank_responses`' parameter struct; the caller vouches
+        // for the keypoint arrays and ranks (`capacity` entries each).
+        unsafe { self.rank_responses.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn place(&self, stream: &CudaStream, a: &PlaceArgs) -> Result<()> {
-        let mut args = self.place.kernel.args(stream);
-        args.arg(&a.keypoint_count)
-            .arg(&a.capacity)
-            .arg(&a.duplicate_count)
-            .arg(&a.duplicates)
-            .arg(&a.max_features)
-            .arg(&a.first_octave);
-        a.keypoints.push(&mut args);
-        args.arg(&a.ranks.less)
-            .arg(&a.ranks.equal_before)
-            .arg(&a.ranks.stronger)
-            .arg(&a.counters)
-            .arg(&a.summary);
-        a.outputs.push(&mut args);
-        args.arg(&a.out_octave_layer);
-        // SAFETY: the arguments follow `sift_place`'s parameters in order and type; the
-        // caller vouches for the pointers.
-        unsafe { args.launch(self.place.persistent()) }
+    pub unsafe fn place(&self, stream: &CudaStream, p: &SiftPlaceParams) -> Result<()> {
+        // SAFETY: `p` is `sift_place`'s parameter struct; the caller vouches for the
+        // keypoint arrays, ranks and duplicates (`capacity` entries each), the
+        // summary's words and the outputs (`max_features` entries).
+        unsafe { self.place.launch_persistent(stream, p) }
     }
 
-    pub unsafe fn describe(&self, stream: &CudaStream, a: &DescribeArgs) -> Result<()> {
-        let mut args = self.describe.kernel.args(stream);
-        args.arg(&a.pyramid)
-            .arg(&a.octaves)
-            .arg(&a.first_octave)
-            .arg(&a.layers)
-            .arg(&a.root_sift)
-            .arg(&a.out_count);
-        a.outputs.push_pose(&mut args);
-        args.arg(&a.out_octave_layer)
-            .arg(&a.work)
-            .arg(&a.descriptors);
-        // SAFETY: the arguments follow `sift_describe`'s parameters in order and type;
-        // the caller vouches for the pointers.
-        unsafe { args.launch(self.describe.persistent()) }
+    pub unsafe fn describe(&self, stream: &CudaStream, p: &SiftDescribeParams) -> Result<()> {
+        // SAFETY: `p` is `sift_describe`'s parameter struct; the caller vouches for the
+        // pyramid and octave table, the outputs and a descriptor for each of them, and
+        // the counters (its work queue zeroed).
+        unsafe { self.describe.launch_persistent(stream, p) }
     }
 }
 
 /// The plan's buffers as the kernels see them.
 struct Views {
-    counters: CounterPointers,
-    candidates: CandidateArrays,
-    extrema: ExtremumArrays,
-    keypoints: KeypointArrays,
-    ranks: Ranks,
-    outputs: KeypointArrays,
+    candidates: SiftCandidateArrays,
+    extrema: SiftExtremumArrays,
+    keypoints: SiftKeypointArrays,
+    ranks: SiftRanks,
+    outputs: SiftKeypointArrays,
 }
 
 impl Views {
@@ -436,13 +174,12 @@ impl Views {
         let [out_x, out_y, out_size, out_angle, out_response, out_octave] = &plan.outputs;
         let per_keypoint = (plan.keypoint_capacity * size_of::<u32>()) as u64;
         Self {
-            counters: CounterPointers::of(plan.counters.ptr),
-            candidates: CandidateArrays {
+            candidates: SiftCandidateArrays {
                 x: cand_x.ptr,
                 y: cand_y.ptr,
                 octave_layer: cand_ol.ptr,
             },
-            extrema: ExtremumArrays {
+            extrema: SiftExtremumArrays {
                 col: col.ptr,
                 row: row.ptr,
                 octave_layer: ext_ol.ptr,
@@ -451,7 +188,7 @@ impl Views {
                 scale: scale.ptr,
                 response: ext_response.ptr,
             },
-            keypoints: KeypointArrays {
+            keypoints: SiftKeypointArrays {
                 x: x.ptr,
                 y: y.ptr,
                 size: size.ptr,
@@ -459,12 +196,12 @@ impl Views {
                 response: response.ptr,
                 octave_layer: kp_ol.ptr,
             },
-            ranks: Ranks {
+            ranks: SiftRanks {
                 less: plan.ranks.ptr,
                 equal_before: plan.ranks.ptr + per_keypoint,
                 stronger: plan.ranks.ptr + 2 * per_keypoint,
             },
-            outputs: KeypointArrays {
+            outputs: SiftKeypointArrays {
                 x: out_x.ptr,
                 y: out_y.ptr,
                 size: out_size.ptr,
@@ -515,12 +252,13 @@ pub fn enqueue(
     let max_features = plan.output_capacity as i32;
     let kp_capacity = plan.keypoint_capacity as i32;
     let v = Views::of(plan);
+    let counters = plan.counters.ptr;
     let (pyramid, octaves) = (plan.pyramid.ptr, plan.octave_table.ptr);
     let job_table = |first: usize| plan.jobs.ptr + (first * size_of::<LevelsJob>()) as u64;
 
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
-        result::memset_d8_async(v.counters.all, 0, plan.counters.bytes, stream.cu_stream())?;
+        result::memset_d8_async(counters, 0, plan.counters.bytes, stream.cu_stream())?;
         result::memset_d8_async(plan.ranks.ptr, 0, plan.ranks.bytes, stream.cu_stream())?;
     }
     // SAFETY (every launch below): every pointer is a live buffer of this plan, sized by
@@ -562,16 +300,17 @@ pub fn enqueue(
                 branch.close()?;
             }
         }
-        let extrema = |octave_begin: i32, octave_end: i32| ExtremaArgs {
+        let extrema = |octave_begin: i32, octave_end: i32| SiftExtremaParams {
             pyramid,
             octaves,
+            counters,
+            candidates: v.candidates,
             octave_begin,
             octave_end,
             n_layers,
-            threshold: prefilter_threshold(config.contrast_threshold, n_layers as usize),
-            candidate_count: v.counters.candidates,
             capacity: plan.candidate_capacity as i32,
-            candidates: v.candidates,
+            threshold: prefilter_threshold(config.contrast_threshold, n_layers as usize),
+            padding: 0,
         };
         // The big octaves' extrema run while the small octaves' block finishes.
         match plan.small_octaves {
@@ -584,93 +323,87 @@ pub fn enqueue(
         }
         k.refine(
             stream,
-            &RefineArgs {
+            &SiftRefineParams {
                 pyramid,
                 octaves,
+                counters,
+                candidates: v.candidates,
+                extrema: v.extrema,
                 n_layers,
+                candidate_capacity: plan.candidate_capacity as i32,
+                capacity: kp_capacity,
                 contrast_threshold: config.contrast_threshold as f32,
                 edge_threshold: config.edge_threshold as f32,
                 sigma: config.sigma as f32,
-                candidate_count: v.counters.candidates,
-                candidate_capacity: plan.candidate_capacity as i32,
-                candidates: v.candidates,
-                extremum_count: v.counters.extrema,
-                capacity: kp_capacity,
-                extrema: v.extrema,
             },
         )?;
         k.orientation(
             stream,
-            &OrientationArgs {
+            &SiftOrientationParams {
                 pyramid,
                 octaves,
+                counters,
+                extrema: v.extrema,
+                keypoints: v.keypoints,
                 first_octave,
                 layers: n_layers,
-                extremum_count: v.counters.extrema,
                 extremum_capacity: kp_capacity,
-                extrema: v.extrema,
-                work: v.counters.orientation_queue,
-                keypoint_count: v.counters.keypoints,
                 capacity: kp_capacity,
-                keypoints: v.keypoints,
             },
         )?;
         k.rank_keys(
             stream,
-            &RankKeysArgs {
-                keypoint_count: v.counters.keypoints,
-                capacity: kp_capacity,
+            &SiftRankKeysParams {
+                counters,
                 keypoints: v.keypoints,
-                less: v.ranks.less,
-                equal_before: v.ranks.equal_before,
-                duplicate_count: v.counters.duplicates,
+                ranks: v.ranks,
                 duplicates: plan.duplicates.ptr,
+                capacity: kp_capacity,
+                padding: 0,
             },
         )?;
         if config.max_features > 0 {
             k.rank_responses(
                 stream,
-                &RankResponsesArgs {
-                    keypoint_count: v.counters.keypoints,
-                    capacity: kp_capacity,
-                    duplicate_count: v.counters.duplicates,
-                    max_features,
+                &SiftRankResponsesParams {
+                    counters,
                     keypoints: v.keypoints,
-                    equal_before: v.ranks.equal_before,
-                    stronger: v.ranks.stronger,
+                    ranks: v.ranks,
+                    capacity: kp_capacity,
+                    max_features,
                 },
             )?;
         }
         k.place(
             stream,
-            &PlaceArgs {
-                keypoint_count: v.counters.keypoints,
-                capacity: kp_capacity,
-                duplicate_count: v.counters.duplicates,
+            &SiftPlaceParams {
+                counters,
                 duplicates: plan.duplicates.ptr,
-                max_features,
-                first_octave,
                 keypoints: v.keypoints,
                 ranks: v.ranks,
-                counters: v.counters.all,
                 summary: plan.summary.ptr,
                 outputs: v.outputs,
                 out_octave_layer: plan.out_octave_layer.ptr,
+                capacity: kp_capacity,
+                max_features,
+                first_octave,
+                padding: 0,
             },
         )?;
         k.describe(
             stream,
-            &DescribeArgs {
+            &SiftDescribeParams {
                 pyramid,
                 octaves,
-                first_octave,
-                layers: n_layers,
-                root_sift: i32::from(config.root_sift),
+                counters,
                 out_count: plan.summary.ptr,
                 outputs: v.outputs,
                 out_octave_layer: plan.out_octave_layer.ptr,
-                work: v.counters.describe_queue,
                 descriptors: plan.descriptors.ptr,
+                first_octave,
+                layers: n_layers,
+                root_sift: i32::from(config.root_sift),
+                padding: 0,
             },
         )?;
     }

@@ -5,7 +5,7 @@
 
 use std::ffi::c_int;
 
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig};
 
 use crate::cuda::abi::{
     BLUR_THREADS, DESCRIBE_VOTES, DESCRIPTOR_ORIENTATION_BINS, DESCRIPTOR_SPATIAL_BINS,
@@ -74,6 +74,19 @@ impl Launch {
 
     pub fn persistent(&self) -> LaunchConfig {
         self.config(self.blocks)
+    }
+
+    /// Queues the kernel on its persistent grid with `params`, its parameter struct.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`].
+    pub unsafe fn launch_persistent<P: DeviceRepr>(
+        &self,
+        stream: &CudaStream,
+        params: &P,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.kernel.launch(stream, self.persistent(), params) }
     }
 }
 

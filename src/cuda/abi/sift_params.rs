@@ -1,0 +1,282 @@
+//! The parameters of the SIFT kernels after the scale space
+//! (kernels/common/sift_params.cuh), one struct per kernel, and the structure-of-arrays
+//! views they pass each other. `counters` is the frame's
+//! [`SiftCounters`](super::SiftCounters): a kernel advances and reads the ones it names.
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::DeviceRepr;
+
+/// Candidates of `sift_extrema`: integer position and packed octave and layer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftCandidateArrays {
+    pub x: CUdeviceptr,
+    pub y: CUdeviceptr,
+    pub octave_layer: CUdeviceptr,
+}
+
+/// Extrema of `sift_refine`: sample, packed octave and layer, refined position, scale
+/// and response.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftExtremumArrays {
+    pub col: CUdeviceptr,
+    pub row: CUdeviceptr,
+    pub octave_layer: CUdeviceptr,
+    pub x: CUdeviceptr,
+    pub y: CUdeviceptr,
+    pub scale: CUdeviceptr,
+    pub response: CUdeviceptr,
+}
+
+/// Oriented keypoints, before ranking (`sift_orientation`) or as output (`sift_place`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftKeypointArrays {
+    pub x: CUdeviceptr,
+    pub y: CUdeviceptr,
+    pub size: CUdeviceptr,
+    pub angle: CUdeviceptr,
+    pub response: CUdeviceptr,
+    /// Packed octave and layer (in the outputs: the octave as reported).
+    pub octave_layer: CUdeviceptr,
+}
+
+/// The ranking's three counts per keypoint, zeroed each frame.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftRanks {
+    pub less: CUdeviceptr,
+    pub equal_before: CUdeviceptr,
+    pub stronger: CUdeviceptr,
+}
+
+/// `sift_extrema`: octaves `octave_begin..octave_end` of the table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftExtremaParams {
+    pub pyramid: CUdeviceptr,
+    pub octaves: CUdeviceptr,
+    pub counters: CUdeviceptr,
+    pub candidates: SiftCandidateArrays,
+    pub octave_begin: i32,
+    pub octave_end: i32,
+    pub n_layers: i32,
+    /// Of the candidate arrays.
+    pub capacity: i32,
+    pub threshold: f32,
+    pub padding: i32,
+}
+
+/// `sift_refine`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftRefineParams {
+    pub pyramid: CUdeviceptr,
+    pub octaves: CUdeviceptr,
+    pub counters: CUdeviceptr,
+    pub candidates: SiftCandidateArrays,
+    pub extrema: SiftExtremumArrays,
+    pub n_layers: i32,
+    pub candidate_capacity: i32,
+    /// Of the extremum arrays.
+    pub capacity: i32,
+    pub contrast_threshold: f32,
+    pub edge_threshold: f32,
+    pub sigma: f32,
+}
+
+/// `sift_orientation`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftOrientationParams {
+    pub pyramid: CUdeviceptr,
+    pub octaves: CUdeviceptr,
+    pub counters: CUdeviceptr,
+    pub extrema: SiftExtremumArrays,
+    pub keypoints: SiftKeypointArrays,
+    pub first_octave: i32,
+    pub layers: i32,
+    pub extremum_capacity: i32,
+    /// Of the keypoint arrays.
+    pub capacity: i32,
+}
+
+/// `sift_rank_keys`: reads the keypoints' x, y, size and angle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftRankKeysParams {
+    pub counters: CUdeviceptr,
+    pub keypoints: SiftKeypointArrays,
+    pub ranks: SiftRanks,
+    /// The duplicates' indices.
+    pub duplicates: CUdeviceptr,
+    pub capacity: i32,
+    pub padding: i32,
+}
+
+/// `sift_rank_responses`: reads the keypoints' x, y, size, angle and response.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftRankResponsesParams {
+    pub counters: CUdeviceptr,
+    pub keypoints: SiftKeypointArrays,
+    pub ranks: SiftRanks,
+    pub capacity: i32,
+    pub max_features: i32,
+}
+
+/// `sift_place`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftPlaceParams {
+    pub counters: CUdeviceptr,
+    pub duplicates: CUdeviceptr,
+    pub keypoints: SiftKeypointArrays,
+    pub ranks: SiftRanks,
+    /// `SUMMARY_WORDS`: the kept count, then the first four counters.
+    pub summary: CUdeviceptr,
+    pub outputs: SiftKeypointArrays,
+    /// Packed octave and layer, for `sift_describe`.
+    pub out_octave_layer: CUdeviceptr,
+    pub capacity: i32,
+    pub max_features: i32,
+    pub first_octave: i32,
+    pub padding: i32,
+}
+
+/// `sift_describe`: reads the outputs' x, y, size and angle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftDescribeParams {
+    pub pyramid: CUdeviceptr,
+    pub octaves: CUdeviceptr,
+    pub counters: CUdeviceptr,
+    /// The summary's kept count.
+    pub out_count: CUdeviceptr,
+    pub outputs: SiftKeypointArrays,
+    pub out_octave_layer: CUdeviceptr,
+    pub descriptors: CUdeviceptr,
+    pub first_octave: i32,
+    pub layers: i32,
+    pub root_sift: i32,
+    pub padding: i32,
+}
+
+// SAFETY (each): `#[repr(C)]` of device pointers, 4-byte numbers and the views above,
+// every byte a field, laid out as the kernels' struct of the same name (both checked by
+// `cuda::abi`'s tests).
+unsafe impl DeviceRepr for SiftExtremaParams {}
+unsafe impl DeviceRepr for SiftRefineParams {}
+unsafe impl DeviceRepr for SiftOrientationParams {}
+unsafe impl DeviceRepr for SiftRankKeysParams {}
+unsafe impl DeviceRepr for SiftRankResponsesParams {}
+unsafe impl DeviceRepr for SiftPlaceParams {}
+unsafe impl DeviceRepr for SiftDescribeParams {}
+
+#[cfg(test)]
+pub(super) fn layouts() -> Vec<super::layout::Layout> {
+    use super::layout::layout;
+    vec![
+        layout!(SiftCandidateArrays { x, y, octave_layer }),
+        layout!(SiftExtremumArrays {
+            col,
+            row,
+            octave_layer,
+            x,
+            y,
+            scale,
+            response,
+        }),
+        layout!(SiftKeypointArrays {
+            x,
+            y,
+            size,
+            angle,
+            response,
+            octave_layer,
+        }),
+        layout!(SiftRanks {
+            less,
+            equal_before,
+            stronger,
+        }),
+        layout!(SiftExtremaParams {
+            pyramid,
+            octaves,
+            counters,
+            candidates,
+            octave_begin,
+            octave_end,
+            n_layers,
+            capacity,
+            threshold,
+            padding,
+        }),
+        layout!(SiftRefineParams {
+            pyramid,
+            octaves,
+            counters,
+            candidates,
+            extrema,
+            n_layers,
+            candidate_capacity,
+            capacity,
+            contrast_threshold,
+            edge_threshold,
+            sigma,
+        }),
+        layout!(SiftOrientationParams {
+            pyramid,
+            octaves,
+            counters,
+            extrema,
+            keypoints,
+            first_octave,
+            layers,
+            extremum_capacity,
+            capacity,
+        }),
+        layout!(SiftRankKeysParams {
+            counters,
+            keypoints,
+            ranks,
+            duplicates,
+            capacity,
+            padding,
+        }),
+        layout!(SiftRankResponsesParams {
+            counters,
+            keypoints,
+            ranks,
+            capacity,
+            max_features,
+        }),
+        layout!(SiftPlaceParams {
+            counters,
+            duplicates,
+            keypoints,
+            ranks,
+            summary,
+            outputs,
+            out_octave_layer,
+            capacity,
+            max_features,
+            first_octave,
+            padding,
+        }),
+        layout!(SiftDescribeParams {
+            pyramid,
+            octaves,
+            counters,
+            out_count,
+            outputs,
+            out_octave_layer,
+            descriptors,
+            first_octave,
+            layers,
+            root_sift,
+            padding,
+        }),
+    ]
+}

@@ -15,6 +15,19 @@
 
 use crate::spec::sift_descriptor;
 
+/// Lets a launch pass each of these structs whole, as its kernel's one parameter
+/// ([`Kernel::launch`](crate::cuda::kernel::Kernel::launch)).
+macro_rules! kernel_params {
+    ($($params:ident),+ $(,)?) => {
+        $(
+            // SAFETY: a `#[repr(C)]` struct of device pointers, 4-byte numbers and
+            // other such structs, every byte a field, laid out as the kernels' struct of
+            // the same name (both checked by this module's tests).
+            unsafe impl cudarc::driver::DeviceRepr for $params {}
+        )+
+    };
+}
+
 pub mod image_params;
 #[cfg(test)]
 mod layout;

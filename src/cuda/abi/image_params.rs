@@ -1,7 +1,6 @@
 //! The parameters of `image_to_gray` (kernels/common/image_params.cuh).
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::DeviceRepr;
 
 /// `image_to_gray`: camera pixels to the packed grey image.
 #[repr(C)]
@@ -23,9 +22,7 @@ pub struct GrayParams {
     pub blue: i32,
 }
 
-// SAFETY: `#[repr(C)]` of device pointers and `i32`s, every byte a field, laid out as
-// the kernel's struct of the same name (both checked by `cuda::abi`'s tests).
-unsafe impl DeviceRepr for GrayParams {}
+kernel_params!(GrayParams);
 
 #[cfg(test)]
 pub(super) fn layouts() -> Vec<super::layout::Layout> {

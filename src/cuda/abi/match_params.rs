@@ -2,7 +2,6 @@
 //! result is a [`Knn2`](super::Knn2).
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::DeviceRepr;
 
 /// `match_hamming_knn2`: each query's two nearest train descriptors.
 #[repr(C)]
@@ -78,14 +77,14 @@ pub struct L2MergeParams {
     pub n_query: i32,
 }
 
-// SAFETY (each): `#[repr(C)]` of device pointers and `i32`s, every byte a field, laid
-// out as the kernels' struct of the same name (both checked by `cuda::abi`'s tests).
-unsafe impl DeviceRepr for HammingKnn2Params {}
-unsafe impl DeviceRepr for CrossCheckParams {}
-unsafe impl DeviceRepr for HammingKnn2CountedParams {}
-unsafe impl DeviceRepr for CrossCheckCountedParams {}
-unsafe impl DeviceRepr for L2Knn2Params {}
-unsafe impl DeviceRepr for L2MergeParams {}
+kernel_params!(
+    HammingKnn2Params,
+    CrossCheckParams,
+    HammingKnn2CountedParams,
+    CrossCheckCountedParams,
+    L2Knn2Params,
+    L2MergeParams
+);
 
 #[cfg(test)]
 pub(super) fn layouts() -> Vec<super::layout::Layout> {

@@ -3,7 +3,6 @@
 //! records sit at each level's first slot ([`OrbLevel::cand_offset`](super::OrbLevel)).
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::DeviceRepr;
 
 /// The per-frame counters, zeroed each frame, within one buffer.
 #[repr(C)]
@@ -186,17 +185,16 @@ pub struct OrbDescribeParams {
     pub per_block: i32,
 }
 
-// SAFETY (each): `#[repr(C)]` of device pointers, 4-byte numbers and the views above,
-// every byte a field, laid out as the kernels' struct of the same name (both checked by
-// `cuda::abi`'s tests).
-unsafe impl DeviceRepr for OrbPyramidParams {}
-unsafe impl DeviceRepr for OrbFastScoreParams {}
-unsafe impl DeviceRepr for OrbCellCandidatesParams {}
-unsafe impl DeviceRepr for OrbSelectCandidatesParams {}
-unsafe impl DeviceRepr for OrbRecordKeysParams {}
-unsafe impl DeviceRepr for OrbRecordRanksParams {}
-unsafe impl DeviceRepr for OrbRecordPlaceParams {}
-unsafe impl DeviceRepr for OrbDescribeParams {}
+kernel_params!(
+    OrbPyramidParams,
+    OrbFastScoreParams,
+    OrbCellCandidatesParams,
+    OrbSelectCandidatesParams,
+    OrbRecordKeysParams,
+    OrbRecordRanksParams,
+    OrbRecordPlaceParams,
+    OrbDescribeParams
+);
 
 #[cfg(test)]
 pub(super) fn layouts() -> Vec<super::layout::Layout> {

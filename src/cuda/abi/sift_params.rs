@@ -4,7 +4,6 @@
 //! [`SiftCounters`](super::SiftCounters): a kernel advances and reads the ones it names.
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::DeviceRepr;
 
 /// Candidates of `sift_extrema`: integer position and packed octave and layer.
 #[repr(C)]
@@ -163,16 +162,15 @@ pub struct SiftDescribeParams {
     pub padding: i32,
 }
 
-// SAFETY (each): `#[repr(C)]` of device pointers, 4-byte numbers and the views above,
-// every byte a field, laid out as the kernels' struct of the same name (both checked by
-// `cuda::abi`'s tests).
-unsafe impl DeviceRepr for SiftExtremaParams {}
-unsafe impl DeviceRepr for SiftRefineParams {}
-unsafe impl DeviceRepr for SiftOrientationParams {}
-unsafe impl DeviceRepr for SiftRankKeysParams {}
-unsafe impl DeviceRepr for SiftRankResponsesParams {}
-unsafe impl DeviceRepr for SiftPlaceParams {}
-unsafe impl DeviceRepr for SiftDescribeParams {}
+kernel_params!(
+    SiftExtremaParams,
+    SiftRefineParams,
+    SiftOrientationParams,
+    SiftRankKeysParams,
+    SiftRankResponsesParams,
+    SiftPlaceParams,
+    SiftDescribeParams
+);
 
 #[cfg(test)]
 pub(super) fn layouts() -> Vec<super::layout::Layout> {

@@ -1,5 +1,6 @@
-// The parameters of the SIFT kernels after the scale space (kernels/sift/extrema.cu,
-// refine.cu, orientation.cu, order.cu, describe.cu), one struct per kernel, and the
+// The parameters of the SIFT kernels, one struct per kernel: the scale space's
+// (kernels/sift/pyramid.cu, levels.cu, small_octaves.cu) and those after it
+// (extrema.cu, refine.cu, orientation.cu, order.cu, describe.cu), and the
 // structure-of-arrays views they pass each other. Mirrored in
 // src/cuda/abi/sift_params.rs: change both together (the ABI_ checks tell a mismatch).
 // `counters` is the frame's SiftCounters (common/sift_octaves.cuh): a kernel advances
@@ -7,7 +8,56 @@
 #pragma once
 
 #include "common/abi.cuh"
+#include "common/blur_jobs.cuh"
 #include "common/sift_octaves.cuh"
+
+// The parameters of the tiled blur kernels (`sift_blur_dog_*`, kernels/sift/pyramid.cu,
+// and `sift_levels_*`, kernels/sift/levels.cu): `n_jobs` jobs over `total_tiles` tiles,
+// with shared memory sized for radii up to `max_radius`.
+struct SiftTiledParams {
+    const LevelsJob* jobs;
+    const unsigned char* frame;
+    float* pyramid;
+    const float* taps;
+    int n_jobs;
+    int total_tiles;
+    int max_radius;
+    int padding;
+};
+ABI_SIZE(SiftTiledParams, 48);
+ABI_OFFSET(SiftTiledParams, jobs, 0);
+ABI_OFFSET(SiftTiledParams, frame, 8);
+ABI_OFFSET(SiftTiledParams, pyramid, 16);
+ABI_OFFSET(SiftTiledParams, taps, 24);
+ABI_OFFSET(SiftTiledParams, n_jobs, 32);
+ABI_OFFSET(SiftTiledParams, total_tiles, 36);
+ABI_OFFSET(SiftTiledParams, max_radius, 40);
+ABI_OFFSET(SiftTiledParams, padding, 44);
+
+// The parameters of `sift_small_octaves` (kernels/sift/small_octaves.cu): its `n_jobs`
+// levels in order, the largest `max_width` x `max_height` with radii up to `pad`, and the
+// pipeline's tap table of `n_taps` floats.
+struct SiftSmallOctavesParams {
+    const BlurJob* jobs;
+    float* pyramid;
+    const float* taps;
+    int n_jobs;
+    int max_width;
+    int max_height;
+    int pad;
+    int n_taps;
+    int padding;
+};
+ABI_SIZE(SiftSmallOctavesParams, 48);
+ABI_OFFSET(SiftSmallOctavesParams, jobs, 0);
+ABI_OFFSET(SiftSmallOctavesParams, pyramid, 8);
+ABI_OFFSET(SiftSmallOctavesParams, taps, 16);
+ABI_OFFSET(SiftSmallOctavesParams, n_jobs, 24);
+ABI_OFFSET(SiftSmallOctavesParams, max_width, 28);
+ABI_OFFSET(SiftSmallOctavesParams, max_height, 32);
+ABI_OFFSET(SiftSmallOctavesParams, pad, 36);
+ABI_OFFSET(SiftSmallOctavesParams, n_taps, 40);
+ABI_OFFSET(SiftSmallOctavesParams, padding, 44);
 
 // Candidates of sift_extrema: integer position and packed octave and layer.
 struct SiftCandidateArrays {

@@ -29,6 +29,7 @@
 // base of a later octave is every second pixel of level n of the octave before.
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
+#include "common/sift_params.cuh"
 #include "common/blur_tiles.cuh"
 
 // TILE_W x TILE_H, the largest tile (the shared arrays are sized for it), BLUR_THREADS,
@@ -279,12 +280,11 @@ __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs,
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's widest halo.
-#define LEVELS_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                  \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
-        const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_halo,          \
-        const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
-        levels_stage<MAXR, LOAD_ROWS, EXACT>(jobs, n_jobs, total_tiles, max_halo, frame, pyramid, \
-                                             taps);                                             \
+#define LEVELS_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                          \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                \
+        NAME(const SiftTiledParams p) {                                                   \
+        levels_stage<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, \
+                                             p.frame, p.pyramid, p.taps);                 \
     }
 static_assert(STEP_RADIUS % 4 == 0 && BLUR_MAX_RADIUS % 4 == 0, "quads of outputs start a float4");
 LEVELS_KERNEL(sift_levels_r24, STEP_RADIUS, 4, 2, true)

@@ -20,6 +20,7 @@
 // of o exists), so one launch may carry a job of each of two octaves.
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
+#include "common/sift_params.cuh"
 #include "common/blur_tiles.cuh"
 
 // TILE_W x TILE_H, the largest tile (the shared arrays are sized for it),
@@ -248,12 +249,11 @@ __device__ __forceinline__ void blur_dog_stage(
 // the host launches, per stage, the smallest that holds the stage's largest radius.
 // With a copy of the passes per radius neither needs to spill at the block counts below
 // (the radius-16 kernel's predicated version took 122 registers).
-#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                                \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS) NAME(                  \
-        const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,        \
-        const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) { \
-        blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(jobs, n_jobs, total_tiles, max_radius, frame,     \
-                                               pyramid, taps);                                  \
+#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                          \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                  \
+        NAME(const SiftTiledParams p) {                                                     \
+        blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, \
+                                               p.frame, p.pyramid, p.taps);                 \
     }
 // NVRTC 12.9: sm_90's code of the radius-8 kernel fits 40 registers (6 blocks/SM), and
 // the radius-16 kernel 64 (4 blocks/SM) on every arch; sm_72/sm_87 code of the radius-8

@@ -15,6 +15,7 @@
 // taps left to right with the same roundings, `add_tap`).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
+#include "common/sift_params.cuh"
 
 // SMALL_THREADS (the block's threads), SMALL_RUN (outputs per thread and pass, from a
 // window of SMALL_RUN + 2 R inputs held in registers) and SMALL_MAX_RADIUS (the widest
@@ -109,20 +110,21 @@ __device__ __forceinline__ void blur_level_exact(const SmallLayout& s, const Blu
         blur_level_exact<R - 1>(s, job, taps, pyramid);
 }
 
-// `jobs`: the small octaves' levels in order; `max_width` x `max_height`: the largest
-// of them; `pad`: their largest radius; `taps`: the pipeline's tap table, `n_taps`
-// floats. Dynamic shared memory: the host's `small_octave_shared_bytes` for the same
-// sizes (taps, jobs, level, columns).
+// Dynamic shared memory: the host's `small_octave_shared_bytes` for the sizes of `p`
+// (taps, jobs, level, columns).
 extern "C" __global__ void __launch_bounds__(SMALL_THREADS, 1)
-    sift_small_octaves(const BlurJob* __restrict__ jobs, int n_jobs, int max_width, int max_height,
-                       int pad, float* pyramid, const float* __restrict__ taps, int n_taps) {
+    sift_small_octaves(const SiftSmallOctavesParams p) {
+    const BlurJob* jobs = p.jobs;
+    const int n_jobs = p.n_jobs, max_width = p.max_width, max_height = p.max_height, pad = p.pad,
+              n_taps = p.n_taps;
+    float* pyramid = p.pyramid;
     extern __shared__ float shared[];
     float* shared_taps = shared;
     BlurJob* shared_jobs = (BlurJob*)(shared + round_up_run(n_taps));
-    for (int i = threadIdx.x; i < n_taps; i += blockDim.x) shared_taps[i] = taps[i];
+    for (int i = threadIdx.x; i < n_taps; i += blockDim.x) shared_taps[i] = __ldg(p.taps + i);
     const int job_words = n_jobs * (int)(sizeof(BlurJob) / sizeof(int));
     for (int i = threadIdx.x; i < job_words; i += blockDim.x)
-        ((int*)shared_jobs)[i] = ((const int*)jobs)[i];
+        ((int*)shared_jobs)[i] = __ldg((const int*)jobs + i);
     SmallLayout s;
     s.pad = pad;
     s.level_stride = round_up_run(max_width) | 1;

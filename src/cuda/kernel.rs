@@ -1,7 +1,7 @@
 //! A kernel function that knows its own name, so that a failed launch says which
 //! kernel failed (`CudaError::Kernel`) instead of a bare driver error.
 
-use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchArgs};
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::cuda::gpu::{Gpu, GpuDevice};
@@ -66,8 +66,12 @@ impl Kernel {
         config: LaunchConfig,
         params: &P,
     ) -> Result<()> {
+        let mut launch = stream.launch_builder(&self.function);
+        launch.arg(params);
         // SAFETY: the caller's contract: `params` is the kernel's one parameter.
-        unsafe { self.args(stream).arg(params).launch(config) }
+        unsafe { launch.launch(config) }
+            .map(drop)
+            .map_err(|source| self.error(source))
     }
 
     /// [`launch`](Self::launch) as a cooperative launch (its grid is resident at once).
@@ -80,52 +84,11 @@ impl Kernel {
         config: LaunchConfig,
         params: &P,
     ) -> Result<()> {
+        let mut launch = stream.launch_builder(&self.function);
+        launch.arg(params);
         // SAFETY: the caller's contract: `params` is the kernel's one parameter.
-        unsafe { self.args(stream).arg(params).launch_cooperative(config) }
-    }
-
-    /// A launch of this kernel on `stream`: push its arguments in order, then launch.
-    pub fn args<'a>(&'a self, stream: &'a CudaStream) -> KernelArgs<'a> {
-        KernelArgs {
-            kernel: self,
-            args: stream.launch_builder(&self.function),
-        }
-    }
-}
-
-/// The arguments of one launch of a [`Kernel`].
-pub struct KernelArgs<'a> {
-    kernel: &'a Kernel,
-    args: LaunchArgs<'a>,
-}
-
-impl<'a> KernelArgs<'a> {
-    pub fn arg<T: DeviceRepr>(&mut self, value: &'a T) -> &mut Self {
-        self.args.arg(value);
-        self
-    }
-
-    /// Queues the kernel.
-    ///
-    /// # Safety
-    /// The arguments pushed match the kernel's parameters in order and type, and every
-    /// device pointer among them is valid for what the kernel reads and writes through
-    /// it, until the stream has run the kernel.
-    pub unsafe fn launch(&mut self, config: LaunchConfig) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { self.args.launch(config) }
+        unsafe { launch.launch_cooperative(config) }
             .map(drop)
-            .map_err(|source| self.kernel.error(source))
-    }
-
-    /// Queues the kernel as a cooperative launch (its grid is resident at once).
-    ///
-    /// # Safety
-    /// As [`launch`](Self::launch).
-    pub unsafe fn launch_cooperative(&mut self, config: LaunchConfig) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { self.args.launch_cooperative(config) }
-            .map(drop)
-            .map_err(|source| self.kernel.error(source))
+            .map_err(|source| self.error(source))
     }
 }

@@ -1,6 +1,5 @@
-//! The parameters of the SIFT kernels after the scale space
-//! (kernels/common/sift_params.cuh), one struct per kernel, and the structure-of-arrays
-//! views they pass each other. `counters` is the frame's
+//! The parameters of the SIFT kernels (kernels/common/sift_params.cuh), one struct per
+//! kernel, and the structure-of-arrays views they pass each other. `counters` is the frame's
 //! [`SiftCounters`](super::SiftCounters): a kernel advances and reads the ones it names.
 
 use cudarc::driver::sys::CUdeviceptr;
@@ -48,6 +47,37 @@ pub struct SiftRanks {
     pub less: CUdeviceptr,
     pub equal_before: CUdeviceptr,
     pub stronger: CUdeviceptr,
+}
+
+/// `sift_blur_dog_*` and `sift_levels_*`: `n_jobs` jobs of the job table over
+/// `total_tiles` tiles, with shared memory sized for radii up to `max_radius`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftTiledParams {
+    pub jobs: CUdeviceptr,
+    pub frame: CUdeviceptr,
+    pub pyramid: CUdeviceptr,
+    pub taps: CUdeviceptr,
+    pub n_jobs: i32,
+    pub total_tiles: i32,
+    pub max_radius: i32,
+    pub padding: i32,
+}
+
+/// `sift_small_octaves`: its `n_jobs` levels, the largest `max_width` x `max_height`
+/// with radii up to `pad`, and the tap table of `n_taps` floats.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SiftSmallOctavesParams {
+    pub jobs: CUdeviceptr,
+    pub pyramid: CUdeviceptr,
+    pub taps: CUdeviceptr,
+    pub n_jobs: i32,
+    pub max_width: i32,
+    pub max_height: i32,
+    pub pad: i32,
+    pub n_taps: i32,
+    pub padding: i32,
 }
 
 /// `sift_extrema`: octaves `octave_begin..octave_end` of the table.
@@ -163,6 +193,8 @@ pub struct SiftDescribeParams {
 }
 
 kernel_params!(
+    SiftTiledParams,
+    SiftSmallOctavesParams,
     SiftExtremaParams,
     SiftRefineParams,
     SiftOrientationParams,
@@ -176,6 +208,27 @@ kernel_params!(
 pub(super) fn layouts() -> Vec<super::layout::Layout> {
     use super::layout::layout;
     vec![
+        layout!(SiftTiledParams {
+            jobs,
+            frame,
+            pyramid,
+            taps,
+            n_jobs,
+            total_tiles,
+            max_radius,
+            padding,
+        }),
+        layout!(SiftSmallOctavesParams {
+            jobs,
+            pyramid,
+            taps,
+            n_jobs,
+            max_width,
+            max_height,
+            pad,
+            n_taps,
+            padding,
+        }),
         layout!(SiftCandidateArrays { x, y, octave_layer }),
         layout!(SiftExtremumArrays {
             col,

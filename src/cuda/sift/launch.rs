@@ -2,54 +2,26 @@
 //! between upload and downloads), queued on the pipeline's stream: captured once per
 //! image size into a CUDA graph.
 //!
-//! The kernels after the scale space take one parameter struct each
-//! (`cuda::abi::sift_params`, mirrored in kernels/common/sift_params.cuh), the keypoint
-//! lists as structure-of-arrays views; the scale-space kernels' `*Args` list their
-//! parameters in order, under the kernels' names (kernels/sift/pyramid.cu, levels.cu,
-//! small_octaves.cu). Device pointers are `CUdeviceptr`.
+//! Every kernel takes one parameter struct (`cuda::abi::sift_params`, mirrored in
+//! kernels/common/blur_jobs.cuh and sift_params.cuh), the keypoint lists as
+//! structure-of-arrays views. Device pointers are `CUdeviceptr`.
 
 use std::mem::size_of;
 
-use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::SiftConfig;
 use crate::cuda::abi::sift_params::{
     SiftCandidateArrays, SiftDescribeParams, SiftExtremaParams, SiftExtremumArrays,
     SiftKeypointArrays, SiftOrientationParams, SiftPlaceParams, SiftRankKeysParams,
-    SiftRankResponsesParams, SiftRanks, SiftRefineParams,
+    SiftRankResponsesParams, SiftRanks, SiftRefineParams, SiftSmallOctavesParams, SiftTiledParams,
 };
 use crate::cuda::abi::LevelsJob;
 use crate::cuda::branch::Branch;
 use crate::cuda::sift::plan::{JobLaunch, Plan, Taps};
-use crate::cuda::sift::shapes::{Kernels, Launch};
+use crate::cuda::sift::shapes::Kernels;
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
-
-/// `sift_blur_dog_*` (kernels/sift/pyramid.cu) and `sift_levels_*`
-/// (kernels/sift/levels.cu), which take the same parameters.
-pub struct TiledArgs {
-    pub jobs: CUdeviceptr,
-    pub n_jobs: i32,
-    pub total_tiles: i32,
-    /// The widest radius the kernel's shared memory was sized for.
-    pub max_radius: i32,
-    pub frame: CUdeviceptr,
-    pub pyramid: CUdeviceptr,
-    pub taps: CUdeviceptr,
-}
-
-/// `sift_small_octaves` (kernels/sift/small_octaves.cu).
-pub struct SmallOctavesArgs {
-    pub jobs: CUdeviceptr,
-    pub n_jobs: i32,
-    pub max_width: i32,
-    pub max_height: i32,
-    pub pad: i32,
-    pub pyramid: CUdeviceptr,
-    pub taps: CUdeviceptr,
-    pub n_taps: i32,
-}
 
 /// The typed launches.
 ///
@@ -64,10 +36,12 @@ impl Kernels {
         &self,
         stream: &CudaStream,
         launch: &JobLaunch,
-        a: &TiledArgs,
+        p: &SiftTiledParams,
     ) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { tiled(self.blur_for(launch), stream, launch, a) }
+        let blur = self.blur_for(launch);
+        // SAFETY: `sift_blur_dog_*` take one `SiftTiledParams`; the caller vouches for
+        // its pointers.
+        unsafe { blur.kernel.launch(stream, blur.config(launch.tiles), p) }
     }
 
     /// A stage's stepped jobs, with the step kernel whose register window holds their halo.
@@ -75,34 +49,23 @@ impl Kernels {
         &self,
         stream: &CudaStream,
         launch: &JobLaunch,
-        a: &TiledArgs,
+        p: &SiftTiledParams,
     ) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { tiled(self.levels_for(launch), stream, launch, a) }
+        let levels = self.levels_for(launch);
+        // SAFETY: `sift_levels_*` take one `SiftTiledParams`; the caller vouches for its
+        // pointers.
+        unsafe { levels.kernel.launch(stream, levels.config(launch.tiles), p) }
     }
 
     pub unsafe fn small_octaves(
         &self,
         stream: &CudaStream,
         config: LaunchConfig,
-        a: &SmallOctavesArgs,
+        p: &SiftSmallOctavesParams,
     ) -> Result<()> {
-        // SAFETY: the arguments follow `sift_small_octaves`' parameters in order and
-        // type; the caller vouches for the pointers.
-        unsafe {
-            self.small_octaves
-                .kernel
-                .args(stream)
-                .arg(&a.jobs)
-                .arg(&a.n_jobs)
-                .arg(&a.max_width)
-                .arg(&a.max_height)
-                .arg(&a.pad)
-                .arg(&a.pyramid)
-                .arg(&a.taps)
-                .arg(&a.n_taps)
-                .launch(config)
-        }
+        // SAFETY: `sift_small_octaves` takes one `SiftSmallOctavesParams`; the caller
+        // vouches for its pointers.
+        unsafe { self.small_octaves.kernel.launch(stream, config, p) }
     }
 
     pub unsafe fn extrema(&self, stream: &CudaStream, p: &SiftExtremaParams) -> Result<()> {
@@ -213,30 +176,6 @@ impl Views {
     }
 }
 
-/// A launch of a tiled blur kernel over `launch`'s jobs.
-unsafe fn tiled(
-    kernel: &Launch,
-    stream: &CudaStream,
-    launch: &JobLaunch,
-    a: &TiledArgs,
-) -> Result<()> {
-    // SAFETY: the arguments follow the tiled kernels' parameters in order and type; the
-    // caller vouches for the pointers.
-    unsafe {
-        kernel
-            .kernel
-            .args(stream)
-            .arg(&a.jobs)
-            .arg(&a.n_jobs)
-            .arg(&a.total_tiles)
-            .arg(&a.max_radius)
-            .arg(&a.frame)
-            .arg(&a.pyramid)
-            .arg(&a.taps)
-            .launch(kernel.config(launch.tiles))
-    }
-}
-
 pub fn enqueue(
     stream: &CudaStream,
     branch: &Branch,
@@ -266,37 +205,39 @@ pub fn enqueue(
     // built for this plan's size.
     unsafe {
         for (s, stage) in plan.stages.iter().enumerate() {
-            let args = |launch: &JobLaunch, max_radius: usize| TiledArgs {
+            let params = |launch: &JobLaunch, max_radius: usize| SiftTiledParams {
                 jobs: job_table(launch.first_job),
-                n_jobs: launch.n_jobs,
-                total_tiles: launch.tiles as i32,
-                max_radius: max_radius as i32,
                 frame: plan.frame.ptr,
                 pyramid,
                 taps: plan.taps.ptr,
+                n_jobs: launch.n_jobs,
+                total_tiles: launch.tiles as i32,
+                max_radius: max_radius as i32,
+                padding: 0,
             };
             if let Some(launch) = &stage.chained {
-                k.blur(stream, launch, &args(launch, taps.chain_radius))?;
+                k.blur(stream, launch, &params(launch, taps.chain_radius))?;
             }
             if let Some(launch) = &stage.stepped {
-                k.levels(stream, launch, &args(launch, taps.step_halo))?;
+                k.levels(stream, launch, &params(launch, taps.step_halo))?;
             }
             // The small octaves start from the level this stage made, and run in one
             // block beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
             if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
-                let args = SmallOctavesArgs {
+                let params = SiftSmallOctavesParams {
                     jobs: plan.small_jobs.ptr,
+                    pyramid,
+                    taps: plan.taps.ptr,
                     n_jobs: small.n_jobs,
                     max_width: small.max_width,
                     max_height: small.max_height,
                     pad: small.pad,
-                    pyramid,
-                    taps: plan.taps.ptr,
                     n_taps: small.n_taps,
+                    padding: 0,
                 };
                 let side = branch.fork(stream)?;
-                k.small_octaves(side, k.small_octaves_config(small.shared_bytes), &args)?;
+                k.small_octaves(side, k.small_octaves_config(small.shared_bytes), &params)?;
                 branch.close()?;
             }
         }

@@ -1,8 +1,10 @@
 // What the tiled SIFT blur kernels share (kernels/sift/pyramid.cu, a level from the
 // level below, and kernels/sift/levels.cu, several levels from one source): reading a
-// job's source (the u8 frame, upsampled or not, or a float plane, halved or not) and
-// loading a tile with its halo into shared memory.
+// job's source (the u8 frame, upsampled or not, or a float plane, halved or not),
+// loading a tile with its halo into shared memory, and the vertical pass over it.
 #pragma once
+
+#include "common/blur_jobs.cuh"
 
 // TILE_W is a -D define from src/cuda/abi.rs.
 
@@ -142,3 +144,39 @@ __device__ __forceinline__ void load_quads(const float* source, int pitch, float
 #endif
 }
 
+
+// The vertical pass of a tile in shared memory (rows `blur_row_stride(MAXR)` floats
+// apart) for a Gaussian of radius r (RT = r, or MAXR with predicated taps): item =
+// (quad of columns, run of ROWS rows) over `quads` quads of columns from `first_quad`
+// of the layout, `rows` output rows. `first_row`: the input row of output row 0's first
+// tap, so output row y sums input rows y + first_row .. y + first_row + 2 r; input row t
+// of an item's stream is row run ROWS + first_row + r - RT + t, tap k = t - q - RT for
+// output row run ROWS + q.
+template <int MAXR, int RT, bool EXACT, int ROWS>
+__device__ __forceinline__ void vertical_pass(int first_quad, int quads, int rows, int first_row,
+                                              int r, const float (&w)[RT + 1],
+                                              const float* input, float* cols) {
+    constexpr int S = blur_row_stride(MAXR);
+    for_each_item(quads, rows / ROWS, [&](int quad_index, int run) {
+        const int quad = first_quad + quad_index;
+        const float* column = input + (run * ROWS + first_row + r - RT) * S + 4 * quad;
+        float4 acc[ROWS];
+        if (!EXACT)
+            for (int q = 0; q < ROWS; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int t = 0; t < ROWS + 2 * RT; ++t) {
+            if (!EXACT && (t < RT - r || t >= ROWS + RT + r)) continue;
+            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
+#pragma unroll
+            for (int q = 0; q < ROWS; ++q) {
+                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
+                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
+                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
+                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q)
+            *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
+    });
+}

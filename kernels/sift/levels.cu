@@ -45,39 +45,6 @@
 // outputs starts a float4 (MAXR is a multiple of 4). Row ry of the input holds the
 // image's row y0 - halo + ry. Rows are `blur_row_stride(MAXR)` floats apart.
 
-// The vertical pass of a level of radius r (RT = r, or MAXR with predicated taps): item =
-// (quad of columns, run of ROWS rows) over the columns MAXR - r .. MAXR + tw + r that the
-// horizontal pass reads. Output row y sums input rows y + halo - r .. y + halo + r; input
-// row t of the stream is row y + halo - RT + t, tap k = t - q - RT for output row y + q.
-template <int MAXR, int RT, bool EXACT, int ROWS>
-__device__ __forceinline__ void vertical_pass(int tw, int th, int halo, int r,
-                                              const float (&w)[RT + 1], const float* input,
-                                              float* cols) {
-    constexpr int S = blur_row_stride(MAXR);
-    const int first_quad = (MAXR - r) >> 2, end_quad = (MAXR + tw + r + 3) >> 2;
-    for_each_item(end_quad - first_quad, th / ROWS, [&](int quad_index, int run) {
-        const int quad = first_quad + quad_index;
-        const float* column = input + (run * ROWS + halo - RT) * S + 4 * quad;
-        float4 acc[ROWS];
-        if (!EXACT)
-            for (int q = 0; q < ROWS; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int t = 0; t < ROWS + 2 * RT; ++t) {
-            if (!EXACT && (t < RT - r || t >= ROWS + RT + r)) continue;
-            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
-#pragma unroll
-            for (int q = 0; q < ROWS; ++q) {
-                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
-                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
-                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
-                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < ROWS; ++q)
-            *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
-    });
-}
 
 // The horizontal items of a tile a thread makes: item i is RUN outputs x .. x + 3 of row y.
 struct TileItems {
@@ -104,13 +71,15 @@ __device__ __forceinline__ void blur_level(const TileItems& items, int tw, int t
     float w[RT + 1];
 #pragma unroll
     for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
+    // The columns MAXR - r .. MAXR + tw + r that the horizontal pass reads.
+    const int first_quad = (MAXR - r) >> 2, quads = ((MAXR + tw + r + 3) >> 2) - first_quad;
     // A tile narrower than TILE_W is an octave with fewer tiles than SMs, whose stage is
     // latency-bound: one row per vertical item spreads its pass over more threads. Wide
     // tiles keep RUN rows: fewer loads per output.
     if (tw < TILE_W)
-        vertical_pass<MAXR, RT, EXACT, 1>(tw, th, halo, r, w, input, cols);
+        vertical_pass<MAXR, RT, EXACT, 1>(first_quad, quads, th, halo - r, r, w, input, cols);
     else
-        vertical_pass<MAXR, RT, EXACT, RUN>(tw, th, halo, r, w, input, cols);
+        vertical_pass<MAXR, RT, EXACT, RUN>(first_quad, quads, th, halo - r, r, w, input, cols);
     __syncthreads();
     // Output x + q's tap k reads column MAXR + x + q + k, streamed a quad at a time.
 #pragma unroll

@@ -60,35 +60,6 @@ __device__ __forceinline__ TiledLevel tiled_level(const LevelsJob& job) {
 // RT = C = MAXR and predicates taps and loads on r (only unusual sigmas reach it).
 #define RUN 4
 
-// The vertical pass: item = (quad of columns, run of ROWS rows) of the columns
-// 0 .. C + r + tw of the shifted layout. Output row y sums input rows y .. y + 2 r; input
-// row t of the stream is row y + t - (RT - r), tap k = t - q - RT for output row y + q.
-template <int MAXR, int RT, int C, bool EXACT, int ROWS>
-__device__ __forceinline__ void vertical_pass(const TiledLevel& job, int r, const float (&w)[RT + 1],
-                                              const float* input, float* cols) {
-    constexpr int S = blur_row_stride(MAXR);
-    for_each_item((job.tile_w + C + r + 3) >> 2, job.tile_h / ROWS, [&](int quad, int run) {
-        const float* column = input + (run * ROWS - (RT - r)) * S + 4 * quad;
-        float4 acc[ROWS];
-        if (!EXACT)
-            for (int q = 0; q < ROWS; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int t = 0; t < ROWS + 2 * RT; ++t) {
-            if (!EXACT && (t < RT - r || t >= ROWS + RT + r)) continue;
-            const float4 v = *reinterpret_cast<const float4*>(column + t * S);
-#pragma unroll
-            for (int q = 0; q < ROWS; ++q) {
-                add_tap<RT, EXACT>(acc[q].x, t - q - RT, r, w, v.x);
-                add_tap<RT, EXACT>(acc[q].y, t - q - RT, r, w, v.y);
-                add_tap<RT, EXACT>(acc[q].z, t - q - RT, r, w, v.z);
-                add_tap<RT, EXACT>(acc[q].w, t - q - RT, r, w, v.w);
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < ROWS; ++q)
-            *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
-    });
-}
 
 // One tile in the kernel for radii up to MAXR; `input` and `cols` at their arrays' first
 // float (the layout's column 0).
@@ -102,13 +73,16 @@ __device__ __forceinline__ void blur_tile(
 #pragma unroll
     for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
 
+    // The columns 0 .. C + r + tw of the shifted layout; output row y's first tap is
+    // input row y.
+    const int quads = (tw + C + r + 3) >> 2;
     // A tile narrower than TILE_W is an octave with fewer tiles than SMs, whose stage is
     // latency-bound: one row per vertical item spreads its pass over more threads (a 16x8
     // tile: 88 items instead of 22). Wide tiles keep RUN rows: fewer loads per output.
     if (tw < TILE_W)
-        vertical_pass<MAXR, RT, C, EXACT, 1>(job, r, w, input, cols);
+        vertical_pass<MAXR, RT, EXACT, 1>(0, quads, th, 0, r, w, input, cols);
     else
-        vertical_pass<MAXR, RT, C, EXACT, RUN>(job, r, w, input, cols);
+        vertical_pass<MAXR, RT, EXACT, RUN>(0, quads, th, 0, r, w, input, cols);
     __syncthreads();
 
     // Horizontal: item = (RUN outputs x .. x + 3 of a row, row); output x + q's tap k reads

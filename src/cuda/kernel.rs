@@ -1,7 +1,7 @@
 //! A kernel function that knows its own name, so that a failed launch says which
 //! kernel failed (`CudaError::Kernel`) instead of a bare driver error.
 
-use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError};
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchArgs};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::cuda::gpu::{Gpu, GpuDevice};
@@ -66,12 +66,8 @@ impl Kernel {
         config: LaunchConfig,
         params: &P,
     ) -> Result<()> {
-        let mut launch = stream.launch_builder(&self.function);
-        launch.arg(params);
         // SAFETY: the caller's contract: `params` is the kernel's one parameter.
-        unsafe { launch.launch(config) }
-            .map(drop)
-            .map_err(|source| self.error(source))
+        unsafe { self.queue(stream, params, |args| args.launch(config)) }
     }
 
     /// [`launch`](Self::launch) as a cooperative launch (its grid is resident at once).
@@ -84,10 +80,23 @@ impl Kernel {
         config: LaunchConfig,
         params: &P,
     ) -> Result<()> {
-        let mut launch = stream.launch_builder(&self.function);
-        launch.arg(params);
         // SAFETY: the caller's contract: `params` is the kernel's one parameter.
-        unsafe { launch.launch_cooperative(config) }
+        unsafe { self.queue(stream, params, |args| args.launch_cooperative(config)) }
+    }
+
+    /// Pushes `params` and queues the kernel with `start`, naming the kernel in an error.
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch).
+    unsafe fn queue<P: DeviceRepr, T>(
+        &self,
+        stream: &CudaStream,
+        params: &P,
+        start: impl FnOnce(&mut LaunchArgs) -> std::result::Result<T, DriverError>,
+    ) -> Result<()> {
+        let mut args = stream.launch_builder(&self.function);
+        args.arg(params);
+        start(&mut args)
             .map(drop)
             .map_err(|source| self.error(source))
     }

@@ -19,7 +19,7 @@ use crate::cuda::abi::sift_params::{
 use crate::cuda::abi::LevelsJob;
 use crate::cuda::branch::Branch;
 use crate::cuda::sift::plan::{JobLaunch, Plan, Taps};
-use crate::cuda::sift::shapes::Kernels;
+use crate::cuda::sift::shapes::{Kernels, Launch};
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
 
@@ -30,31 +30,17 @@ use crate::spec::scale_space::prefilter_threshold;
 /// a table uploaded with it), sized for the capacities and tables the kernel is given,
 /// and stays alive until the stream has run the kernel.
 impl Kernels {
-    /// A stage's chained jobs, with the level-by-level kernel whose register window
-    /// holds their radius.
-    pub unsafe fn blur(
+    /// A stage's chained (`blur_for`) or stepped (`levels_for`) jobs with `kernel`.
+    pub unsafe fn tiled(
         &self,
         stream: &CudaStream,
+        kernel: &Launch,
         launch: &JobLaunch,
         p: &SiftTiledParams,
     ) -> Result<()> {
-        let blur = self.blur_for(launch);
-        // SAFETY: `sift_blur_dog_*` take one `SiftTiledParams`; the caller vouches for
-        // its pointers.
-        unsafe { blur.kernel.launch(stream, blur.config(launch.tiles), p) }
-    }
-
-    /// A stage's stepped jobs, with the step kernel whose register window holds their halo.
-    pub unsafe fn levels(
-        &self,
-        stream: &CudaStream,
-        launch: &JobLaunch,
-        p: &SiftTiledParams,
-    ) -> Result<()> {
-        let levels = self.levels_for(launch);
-        // SAFETY: `sift_levels_*` take one `SiftTiledParams`; the caller vouches for its
-        // pointers.
-        unsafe { levels.kernel.launch(stream, levels.config(launch.tiles), p) }
+        // SAFETY: `sift_blur_dog_*` and `sift_levels_*` take one `SiftTiledParams`; the
+        // caller vouches for its pointers.
+        unsafe { kernel.kernel.launch(stream, kernel.config(launch.tiles), p) }
     }
 
     pub unsafe fn small_octaves(
@@ -216,10 +202,20 @@ pub fn enqueue(
                 padding: 0,
             };
             if let Some(launch) = &stage.chained {
-                k.blur(stream, launch, &params(launch, taps.chain_radius))?;
+                k.tiled(
+                    stream,
+                    k.blur_for(launch),
+                    launch,
+                    &params(launch, taps.chain_radius),
+                )?;
             }
             if let Some(launch) = &stage.stepped {
-                k.levels(stream, launch, &params(launch, taps.step_halo))?;
+                k.tiled(
+                    stream,
+                    k.levels_for(launch),
+                    launch,
+                    &params(launch, taps.step_halo),
+                )?;
             }
             // The small octaves start from the level this stage made, and run in one
             // block beside the rest of the blur; the frame's stream waits for them

@@ -1,6 +1,12 @@
 //! Fixed-width blocks of a row: loops over a `[T; N]` vectorise where loops over
-//! slices of unknown length keep their bounds checks. `widest_vectors` runs
-//! such code compiled for AVX2 where the CPU has it.
+//! slices of unknown length keep their bounds checks.
+//!
+//! The loops over blocks are marked `#[multiversion(targets("x86_64+avx2"))]`: each is
+//! compiled for AVX2 (32-byte vectors) too, which runs where the CPU has it, else the
+//! x86-64 baseline (SSE2, 16-byte vectors) or the target's own baseline. The same source
+//! serves both, so results are identical. What such a loop calls and wants widened
+//! must be `#[inline(always)]` (closures are not always inlined: hot helpers are
+//! functions).
 
 /// `N` elements of `row` from `start`; the caller keeps `start + N <= row.len()`.
 pub fn block<const N: usize, T>(row: &[T], start: usize) -> &[T; N] {
@@ -36,30 +42,6 @@ pub fn top_bits(lanes: &[u8; 32]) -> u32 {
         (0..32).fold(0, |bits, j| bits | (u32::from(lanes[j] >> 7) << j))
     }
 }
-
-/// `widest_vectors!(pub fn name = kernel(a: A, b: B) -> R);` defines `name`, which
-/// runs `kernel` compiled for AVX2 (32-byte vectors) when the CPU has it, else for
-/// the x86-64 baseline (SSE2, 16-byte vectors) or the target's own baseline. The
-/// same source serves both, so results are identical. `kernel` must be
-/// `#[inline(always)]`, and so must what it calls and wants widened (closures are
-/// not always inlined: hot helpers are functions).
-macro_rules! widest_vectors {
-    ($vis:vis fn $name:ident = $kernel:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?) => {
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
-                    $kernel($($arg),*)
-                }
-                // SAFETY: the CPU supports AVX2, checked just above.
-                return unsafe { avx2($($arg),*) };
-            }
-            $kernel($($arg),*)
-        }
-    };
-}
-pub(crate) use widest_vectors;
 
 #[cfg(test)]
 mod tests {

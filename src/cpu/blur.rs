@@ -5,8 +5,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts, widest_vectors};
+use super::blocks::{block, block_starts};
 use crate::spec::smoothing::{BLUR_RADIUS, GAUSSIAN_TAPS, SIDE};
+use multiversion::multiversion;
 
 /// `REFLECT_101`: `-1 -> 1`, `n -> n - 2`, repeated for tiny sides (`n = 1 -> 0`).
 pub fn reflect_101(i: isize, n: usize) -> usize {
@@ -23,7 +24,7 @@ const BLOCK: usize = 32;
 
 /// Horizontal pass of pixels `xs` of one row into `out` (one value per pixel of
 /// `xs`): `Σ w_i p` in u16 (at most 255 · 256).
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn blur_span(src: &[u8], xs: Range<usize>, out: &mut [u16]) {
     let taps = &GAUSSIAN_TAPS;
     let width = src.len();
@@ -57,7 +58,7 @@ fn blur_span(src: &[u8], xs: Range<usize>, out: &mut [u16]) {
 }
 
 /// Vertical pass of one row from the 7 horizontally smoothed rows around it.
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]) {
     // u16 x u16 products: cheap to widen to u32 without a 32-bit multiply.
     let taps = &GAUSSIAN_TAPS;
@@ -88,9 +89,6 @@ fn blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]) {
     }
 }
 
-widest_vectors!(fn blur_span_widest = blur_span(src: &[u8], xs: Range<usize>, out: &mut [u16]));
-widest_vectors!(fn blur_column_widest = blur_column(rows: &[&[u16]; SIDE], out: &mut [u8]));
-
 /// Smooths `src` (`width` pixels a row) into `dst`. `rows` is scratch for the
 /// horizontal pass; both passes run rows in parallel.
 pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u16>) {
@@ -102,7 +100,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
     rows.par_chunks_mut(width)
         .zip(src.par_chunks(width))
         .with_min_len(16)
-        .for_each(|(out, row)| blur_span_widest(row, 0..width, out));
+        .for_each(|(out, row)| blur_span(row, 0..width, out));
     let rows = &rows[..];
     dst.par_chunks_mut(width)
         .enumerate()
@@ -112,7 +110,7 @@ pub fn gaussian_blur(src: &[u8], width: usize, dst: &mut [u8], rows: &mut Vec<u1
                 let yy = reflect_101(y as isize + k as isize - BLUR_RADIUS as isize, height);
                 &rows[yy * width..(yy + 1) * width]
             });
-            blur_column_widest(&around, out);
+            blur_column(&around, out);
         });
 }
 
@@ -200,11 +198,11 @@ pub fn blur_tiles(
         let around = ys.start as isize - BLUR_RADIUS as isize..(ys.end + BLUR_RADIUS) as isize;
         for (out, y) in rows.chunks_exact_mut(span).zip(around) {
             let y = reflect_101(y, height);
-            blur_span_widest(&src[y * width..(y + 1) * width], xs.clone(), out);
+            blur_span(&src[y * width..(y + 1) * width], xs.clone(), out);
         }
         for (i, y) in ys.enumerate() {
             let around = std::array::from_fn(|k| &rows[(i + k) * span..(i + k + 1) * span]);
-            blur_column_widest(&around, &mut dst[y * width + xs.start..y * width + xs.end]);
+            blur_column(&around, &mut dst[y * width + xs.start..y * width + xs.end]);
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Candidates of one level (docs/orb-reference.md §3): non-maximum suppression and the
 //! per-cell threshold retry, over the detection area and grid of [`crate::spec::grid`].
 
-use super::blocks::{block, top_bits, widest_vectors};
+use super::blocks::{block, top_bits};
 use crate::spec::grid::{DetectionArea, Grid};
+use multiversion::multiversion;
 
 /// A pixel of a level that survived non-maximum suppression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,17 +68,10 @@ fn local_maxima_bits(above: &[u8], here: &[u8], below: &[u8], x: usize) -> u32 {
 /// The area lies at least one pixel inside the score map.
 pub fn local_maxima(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
     out.clear();
-    local_maxima_widest(scores, width, area, out);
+    local_maxima_rows(scores, width, area, out);
 }
 
-widest_vectors!(fn local_maxima_widest = local_maxima_rows(
-    scores: &[u8],
-    width: usize,
-    area: &DetectionArea,
-    out: &mut Vec<Candidate>,
-));
-
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn local_maxima_rows(scores: &[u8], width: usize, area: &DetectionArea, out: &mut Vec<Candidate>) {
     let blocks_end = area.x0 + area.width() / LANES * LANES;
     for y in area.y0..area.y1 {

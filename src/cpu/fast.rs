@@ -9,8 +9,9 @@
 
 use rayon::prelude::*;
 
-use super::blocks::{block, block_starts, top_bits, widest_vectors};
+use super::blocks::{block, block_starts, top_bits};
 use crate::spec::fast_arc::{arc_table, ARC_WORDS, MIN_ARC, RING, RING_RADIUS};
+use multiversion::multiversion;
 
 fn arc_lookup(table: &[u64; ARC_WORDS], mask: u16) -> bool {
     (table[usize::from(mask) / 64] >> (mask % 64)) & 1 != 0
@@ -244,7 +245,7 @@ fn score_pixel(centre: u8, ring: &[u8; 16], threshold: u8, table: &[u64; ARC_WOR
 }
 
 /// Scores one image row; `out` is that row of the score map.
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn score_row(
     image: &[u8],
     width: usize,
@@ -287,15 +288,6 @@ fn score_row(
     }
 }
 
-widest_vectors!(fn score_row_widest = score_row(
-    image: &[u8],
-    width: usize,
-    y: usize,
-    threshold: u8,
-    table: &[u64; ARC_WORDS],
-    out: &mut [u8],
-));
-
 /// The score map of one level built at `threshold` (`T_map` of the spec):
 /// `scores[y * width + x] = s(p)`, at least `threshold` on corners, 0 elsewhere and
 /// on the 3-pixel border. Rows run in parallel.
@@ -312,7 +304,7 @@ pub fn score_map(image: &[u8], width: usize, threshold: u8, scores: &mut [u8]) {
         .with_min_len(16)
         .for_each(|(y, out)| {
             if (RING_RADIUS..height - RING_RADIUS).contains(&y) {
-                score_row_widest(image, width, y, threshold, table, out);
+                score_row(image, width, y, threshold, table, out);
             } else {
                 out.fill(0);
             }

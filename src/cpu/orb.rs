@@ -11,7 +11,6 @@ use crate::extractor::Extractor;
 use crate::image::GrayImage;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
-use super::blocks::widest_vectors;
 use super::blur::{blur_tiles, BlurTiles};
 use super::brief::{describe, steering, DESCRIPTOR_BYTES};
 use super::candidates::{apply_cell_thresholds, apply_threshold, local_maxima, Candidate};
@@ -26,6 +25,7 @@ use crate::spec::harris::harris_response;
 use crate::spec::orientation::angle_degrees;
 use crate::spec::pyramid::{level_geometry, LevelGeometry};
 use crate::spec::quotas::level_quotas;
+use multiversion::multiversion;
 
 /// A keypoint of one level, in level pixels, before scaling to the input.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -289,7 +289,7 @@ impl LevelWork {
                 apply_threshold(candidates, fast_threshold);
                 if rank_by_harris {
                     keep_best_fast_scores(candidates, self.quota);
-                    harris_keys_widest(candidates, pixels, width);
+                    harris_keys(candidates, pixels, width);
                     keep_first(candidates, self.quota, by_key);
                 } else {
                     keep_first(candidates, self.quota, by_score);
@@ -299,7 +299,7 @@ impl LevelWork {
                 apply_cell_thresholds(candidates, grid, fast_threshold, &mut self.cell_strong);
                 keep_best_fast_scores(candidates, self.quota);
                 if rank_by_harris {
-                    harris_keys_widest(candidates, pixels, width);
+                    harris_keys(candidates, pixels, width);
                 }
                 keep_grid(candidates, self.quota);
             }
@@ -314,7 +314,7 @@ impl LevelWork {
             selected.iter().map(|c| (c.x as usize, c.y as usize)),
         );
         self.candidates = selected;
-        describe_candidates_widest(
+        describe_candidates(
             &self.candidates,
             pixels,
             &self.smoothed,
@@ -327,21 +327,15 @@ impl LevelWork {
 }
 
 /// Sets each candidate's ranking key to its Harris key.
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn harris_keys(candidates: &mut [Candidate], pixels: &[u8], width: usize) {
     for c in candidates {
         c.key = harris_key(pixels, width, c.x as usize, c.y as usize);
     }
 }
 
-widest_vectors!(fn harris_keys_widest = harris_keys(
-    candidates: &mut [Candidate],
-    pixels: &[u8],
-    width: usize,
-));
-
 /// Orientation, response and descriptor of each selected candidate (§4, §6, §7).
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn describe_candidates(
     candidates: &[Candidate],
     pixels: &[u8],
@@ -369,16 +363,6 @@ fn describe_candidates(
         descriptors.extend_from_slice(&descriptor);
     }
 }
-
-widest_vectors!(fn describe_candidates_widest = describe_candidates(
-    candidates: &[Candidate],
-    pixels: &[u8],
-    smoothed: &[u8],
-    width: usize,
-    rank_by_harris: bool,
-    keypoints: &mut Vec<LevelKeypoint>,
-    descriptors: &mut Vec<u8>,
-));
 
 impl Extractor for OrbExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {

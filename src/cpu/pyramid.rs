@@ -1,8 +1,8 @@
 //! The scale pyramid (docs/orb-reference.md §1): the fixed-point bilinear resize from
 //! one level to the next, with the taps of [`crate::spec::pyramid`].
 
-use super::blocks::widest_vectors;
 use crate::spec::pyramid::{resize_taps, ResizeTaps, WEIGHT_ONE};
+use multiversion::multiversion;
 
 /// Resizes one pyramid level into the next: the taps of both axes, the horizontal
 /// taps as byte shuffles, and the rows interpolated so far.
@@ -32,7 +32,7 @@ impl Resizer {
             return;
         }
         self.cache.ids = [None, None];
-        resize_rows_widest(src, src_width, dst, self);
+        resize_rows(src, src_width, dst, self);
     }
 }
 
@@ -186,14 +186,7 @@ unsafe fn interpolate_row_avx2(
     8 * blocks
 }
 
-widest_vectors!(fn resize_rows_widest = resize_rows(
-    src: &[u8],
-    src_width: usize,
-    dst: &mut [u8],
-    resizer: &mut Resizer,
-));
-
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2"))]
 fn resize_rows(src: &[u8], src_width: usize, dst: &mut [u8], resizer: &mut Resizer) {
     let Resizer {
         x_taps,

@@ -168,37 +168,37 @@ ABI_OFFSET(OrbSelectCandidatesParams, level_records, 96);
 ABI_OFFSET(OrbSelectCandidatesParams, n_levels, 104);
 ABI_OFFSET(OrbSelectCandidatesParams, harris, 108);
 
+// The records of every level, as orb_select_candidates left them: the level table
+// and each level's record count index the record arrays.
+struct OrbRecordSet {
+    const OrbLevel* level_table;
+    const unsigned int* level_records;
+    OrbRecordArrays records;
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbRecordSet, 56);
+ABI_OFFSET(OrbRecordSet, level_table, 0);
+ABI_OFFSET(OrbRecordSet, level_records, 8);
+ABI_OFFSET(OrbRecordSet, records, 16);
+ABI_OFFSET(OrbRecordSet, n_levels, 48);
+ABI_OFFSET(OrbRecordSet, padding, 52);
+
 // orb_record_keys: the records' Harris keys.
 struct OrbRecordKeysParams {
     const unsigned char* pyramid;
-    const OrbLevel* level_table;
-    const unsigned int* level_records;
-    OrbRecordArrays records;  // yx read, key written
-    int n_levels;
-    int padding;
+    OrbRecordSet set;  // yx read, key written
 };
 ABI_SIZE(OrbRecordKeysParams, 64);
 ABI_OFFSET(OrbRecordKeysParams, pyramid, 0);
-ABI_OFFSET(OrbRecordKeysParams, level_table, 8);
-ABI_OFFSET(OrbRecordKeysParams, level_records, 16);
-ABI_OFFSET(OrbRecordKeysParams, records, 24);
-ABI_OFFSET(OrbRecordKeysParams, n_levels, 56);
-ABI_OFFSET(OrbRecordKeysParams, padding, 60);
+ABI_OFFSET(OrbRecordKeysParams, set, 8);
 
 // orb_record_ranks: each record's rank in its cell.
 struct OrbRecordRanksParams {
-    const OrbLevel* level_table;
-    const unsigned int* level_records;
-    OrbRecordArrays records;  // key, yx and cell read, rank written
-    int n_levels;
-    int padding;
+    OrbRecordSet set;  // key, yx and cell read, rank written
 };
 ABI_SIZE(OrbRecordRanksParams, 56);
-ABI_OFFSET(OrbRecordRanksParams, level_table, 0);
-ABI_OFFSET(OrbRecordRanksParams, level_records, 8);
-ABI_OFFSET(OrbRecordRanksParams, records, 16);
-ABI_OFFSET(OrbRecordRanksParams, n_levels, 48);
-ABI_OFFSET(OrbRecordRanksParams, padding, 52);
+ABI_OFFSET(OrbRecordRanksParams, set, 0);
 
 // orb_record_place: the kept keypoints, in output order.
 struct OrbRecordPlaceParams {

@@ -235,10 +235,10 @@ __device__ __forceinline__ void load_level_records(OrbLevel* levels, unsigned in
 extern "C" __global__ void orb_record_keys(const OrbRecordKeysParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_level_records(levels, counts, p.level_table, p.level_records, p.n_levels);
+    load_level_records(levels, counts, p.set.level_table, p.set.level_records, p.set.n_levels);
     __syncthreads();
     unsigned int total = 0;
-    for (int l = 0; l < p.n_levels; ++l) total += counts[l];
+    for (int l = 0; l < p.set.n_levels; ++l) total += counts[l];
     const unsigned int row = threadIdx.x % 8;
     // Warp-uniform loop (blockDim is a multiple of 32): every lane takes the shuffles.
     const unsigned int warp_first = blockIdx.x * blockDim.x + (threadIdx.x & ~31u);
@@ -250,7 +250,7 @@ extern "C" __global__ void orb_record_keys(const OrbRecordKeysParams p) {
             while (k >= counts[l]) k -= counts[l++];
             if (row < 7) {
                 const OrbLevel& lv = levels[l];
-                const unsigned int yx = __ldg(&p.records.yx[lv.cand_offset + k]);
+                const unsigned int yx = __ldg(&p.set.records.yx[lv.cand_offset + k]);
                 const int x = yx & 0xffff, y = yx >> 16;
                 harris_row_sums(p.pyramid + lv.offset + y * lv.width + x, lv.width, (int)row - 3, a, b, c);
             }
@@ -261,7 +261,7 @@ extern "C" __global__ void orb_record_keys(const OrbRecordKeysParams p) {
             b += __shfl_xor_sync(0xffffffffu, b, offset);
             c += __shfl_xor_sync(0xffffffffu, c, offset);
         }
-        if (g < total && row == 0) p.records.key[levels[l].cand_offset + k] = harris_response(a, b, c);
+        if (g < total && row == 0) p.set.records.key[levels[l].cand_offset + k] = harris_response(a, b, c);
     }
 }
 
@@ -341,17 +341,17 @@ __device__ __forceinline__ void count_records_before(const OrbLevel* levels, con
 extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32) orb_record_ranks(const OrbRecordRanksParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ unsigned int counts[ORB_MAX_LEVELS];
-    load_level_records(levels, counts, p.level_table, p.level_records, p.n_levels);
+    load_level_records(levels, counts, p.set.level_table, p.set.level_records, p.set.n_levels);
     __syncthreads();
     count_records_before(
-        levels, counts, p.n_levels,
+        levels, counts, p.set.n_levels,
         [&](unsigned int slot) {
-            return OrderFields{__ldg(&p.records.cell[slot]), ldg_i64(&p.records.key[slot]), __ldg(&p.records.yx[slot])};
+            return OrderFields{__ldg(&p.set.records.cell[slot]), ldg_i64(&p.set.records.key[slot]), __ldg(&p.set.records.yx[slot])};
         },
         [](const OrderFields& j, const OrderFields& i) {
             return (j.group == i.group) & comes_before(j.key, j.yx, i.key, i.yx);
         },
-        [&](int, unsigned int i, unsigned int k) { p.records.rank[i] = k; });
+        [&](int, unsigned int i, unsigned int k) { p.set.records.rank[i] = k; });
 }
 
 // The level's output position of every record by (k asc, key desc, y, x); the first

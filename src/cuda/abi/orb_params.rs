@@ -124,11 +124,11 @@ pub struct OrbSelectCandidatesParams {
     pub harris: i32,
 }
 
-/// `orb_record_keys`: the records' Harris keys.
+/// The records of every level, as `orb_select_candidates` left them: the level table
+/// and each level's record count index the record arrays.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct OrbRecordKeysParams {
-    pub pyramid: CUdeviceptr,
+pub struct OrbRecordSet {
     pub level_table: CUdeviceptr,
     pub level_records: CUdeviceptr,
     pub records: OrbRecordArrays,
@@ -136,15 +136,19 @@ pub struct OrbRecordKeysParams {
     pub padding: i32,
 }
 
+/// `orb_record_keys`: the records' Harris keys.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbRecordKeysParams {
+    pub pyramid: CUdeviceptr,
+    pub set: OrbRecordSet,
+}
+
 /// `orb_record_ranks`: each record's rank in its cell.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OrbRecordRanksParams {
-    pub level_table: CUdeviceptr,
-    pub level_records: CUdeviceptr,
-    pub records: OrbRecordArrays,
-    pub n_levels: i32,
-    pub padding: i32,
+    pub set: OrbRecordSet,
 }
 
 /// `orb_record_place`: the kept keypoints, in output order.
@@ -269,21 +273,15 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             n_levels,
             harris,
         }),
-        layout!(OrbRecordKeysParams {
-            pyramid,
+        layout!(OrbRecordSet {
             level_table,
             level_records,
             records,
             n_levels,
             padding,
         }),
-        layout!(OrbRecordRanksParams {
-            level_table,
-            level_records,
-            records,
-            n_levels,
-            padding,
-        }),
+        layout!(OrbRecordKeysParams { pyramid, set }),
+        layout!(OrbRecordRanksParams { set }),
         layout!(OrbRecordPlaceParams {
             level_table,
             counters,

@@ -12,7 +12,8 @@ use crate::config::OrbScore;
 use crate::cuda::abi::match_params::{CrossCheckCountedParams, HammingKnn2CountedParams};
 use crate::cuda::abi::orb_params::{
     OrbCellCandidatesParams, OrbDescribeParams, OrbFastScoreParams, OrbPyramidParams,
-    OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams, OrbSelectCandidatesParams,
+    OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams, OrbRecordSet,
+    OrbSelectCandidatesParams,
 };
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
 use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAPS};
@@ -246,31 +247,24 @@ impl CudaOrbExtractor {
                     harris,
                 },
             )?;
+            let set = OrbRecordSet {
+                level_table: plan.levels.ptr,
+                level_records: plan.level_records.ptr,
+                records: records.arrays(),
+                n_levels,
+                padding: 0,
+            };
             if harris != 0 {
                 k.record_keys(
                     stream,
                     shapes.record_keys,
                     &OrbRecordKeysParams {
                         pyramid: plan.pyramid.ptr,
-                        level_table: plan.levels.ptr,
-                        level_records: plan.level_records.ptr,
-                        records: records.arrays(),
-                        n_levels,
-                        padding: 0,
+                        set,
                     },
                 )?;
             }
-            k.record_ranks(
-                stream,
-                shapes.record_ranks,
-                &OrbRecordRanksParams {
-                    level_table: plan.levels.ptr,
-                    level_records: plan.level_records.ptr,
-                    records: records.arrays(),
-                    n_levels,
-                    padding: 0,
-                },
-            )?;
+            k.record_ranks(stream, shapes.record_ranks, &OrbRecordRanksParams { set })?;
             k.record_place(
                 stream,
                 shapes.record_place,

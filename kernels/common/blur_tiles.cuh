@@ -1,12 +1,18 @@
 // What the tiled SIFT blur kernels share (kernels/sift/pyramid.cu, a level from the
 // level below, and kernels/sift/levels.cu, several levels from one source): reading a
 // job's source (the u8 frame, upsampled or not, or a float plane, halved or not),
-// loading a tile with its halo into shared memory, and the vertical pass over it.
+// loading a tile with its halo into shared memory, and the vertical and horizontal
+// passes over it.
 #pragma once
 
 #include "common/blur_jobs.cuh"
+#include "common/sift_octaves.cuh"
+#include "common/sift_params.cuh"
 
 // TILE_W is a -D define from src/cuda/abi.rs.
+
+// Outputs of a horizontal item: consecutive outputs of a row, one float4.
+#define RUN 4
 
 // One coordinate of OpenCV's INTER_LINEAR 2x upsampling (src/cpu/sift/pyramid.rs
 // `upsample_2x`): destination d samples (d + 0.5) / 2 - 0.5, replicated border.
@@ -145,6 +151,56 @@ __device__ __forceinline__ void load_quads(const float* source, int pitch, float
 }
 
 
+// Loads the job's source over its tile at (x0, y0) and a halo of `halo` into `shared`,
+// rows `blur_row_stride(MAXR)` floats apart, the tile's first column at column `centre`:
+// quads where the source is an aligned plane, a row per warp with several loads in
+// flight inside the image, reflected element by element at its borders. `Job`: a
+// `LevelsJob` or a `TiledLevel`.
+template <int MAXR, int LOAD_ROWS, typename Job>
+__device__ __forceinline__ void load_tile(const Job& job, const unsigned char* frame,
+                                          const float* pyramid, float* shared, int centre,
+                                          int halo, int x0, int y0) {
+    constexpr int S = blur_row_stride(MAXR);
+    const int h = halo, tw = job.tile_w, th = job.tile_h;
+    const int span_x = tw + 2 * h, span_y = th + 2 * h;
+    float* input = shared + centre - h;  // the halo's first column
+    const bool inside =
+        x0 >= h && y0 >= h && x0 + tw + h <= job.width && y0 + th + h <= job.height;
+    const int quads = (tw + centre + h + 3) >> 2;
+    const bool quad_tile = job.source == SOURCE_PLANE && ((job.src_offset | job.width) & 3) == 0 &&
+                           x0 >= centre && x0 - centre + 4 * quads <= job.width && y0 >= h &&
+                           y0 + th + h <= job.height;
+    if (quad_tile) {
+        load_quads<S>(pyramid + job.src_offset + (y0 - h) * job.width + x0 - centre, job.width,
+                      shared, quads, span_y);
+    } else if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
+        // The source's row pitch and column step, in its elements.
+        const bool halved = job.source == SOURCE_PLANE_HALVED;
+        const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
+        const int first = (y0 - h) * pitch + (x0 - h) * step;
+        if (job.source == SOURCE_FRAME)
+            load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, S, span_x, span_y);
+        else
+#if __CUDA_ARCH__ >= 800
+            copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input, S,
+                                      span_x, span_y);
+#else
+            load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step, input,
+                                           S, span_x, span_y);
+#endif
+    } else {
+        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
+            int ry = k / span_x, rx = k - ry * span_x;
+            int y = y0 + ry - h, x = x0 + rx - h;
+            if (!inside) {
+                y = reflect101_repeated(y, job.height);
+                x = reflect101_repeated(x, job.width);
+            }
+            input[ry * S + rx] = source_value(job, frame, pyramid, x, y);
+        }
+    }
+}
+
 // The vertical pass of a tile in shared memory (rows `blur_row_stride(MAXR)` floats
 // apart) for a Gaussian of radius r (RT = r, or MAXR with predicated taps): item =
 // (quad of columns, run of ROWS rows) over `quads` quads of columns from `first_quad`
@@ -180,3 +236,67 @@ __device__ __forceinline__ void vertical_pass(int first_quad, int quads, int row
             *reinterpret_cast<float4*>(cols + (run * ROWS + q) * S + 4 * quad) = acc[q];
     });
 }
+
+// The weights of a Gaussian of radius r for a pass compiled for RT taps a side: the taps
+// past r are 0 unless the pass is EXACT (RT = r).
+template <int RT, bool EXACT>
+__device__ __forceinline__ void load_weights(float (&w)[RT + 1], const float* __restrict__ taps,
+                                             int r) {
+#pragma unroll
+    for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
+}
+
+// The horizontal pass of one item (RUN outputs of a row): output q's tap k reads
+// `row[C + q + k]`, C the centre of output 0 in the layout (a multiple of 4), streamed a
+// quad at a time.
+template <int RT, int C, bool EXACT>
+__device__ __forceinline__ float4 horizontal_run(const float* row, int r,
+                                                 const float (&w)[RT + 1]) {
+    float o[RUN];
+    if (!EXACT)
+        for (int q = 0; q < RUN; ++q) o[q] = 0.f;
+#pragma unroll
+    for (int j = (C - RT) / 4; j <= (C + RT + RUN - 1) / 4; ++j) {
+        if (!EXACT && (4 * j + 3 < C - r || 4 * j > C + r + RUN - 1)) continue;
+        const float4 v = *reinterpret_cast<const float4*>(row + 4 * j);
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+            for (int q = 0; q < RUN; ++q)
+                add_tap<RT, EXACT>(o[q], 4 * j + e - q - C, r, w, lane_of(v, e));
+    }
+    return make_float4(o[0], o[1], o[2], o[3]);
+}
+
+// The dynamic shared memory of a tiled kernel for radii up to MAXR, rows
+// `blur_row_stride(MAXR)` floats apart: the input tile with the halo of the launch's
+// widest job (`max_halo`), then the vertical pass's rows (`cols`).
+template <int MAXR>
+__device__ __forceinline__ float* tile_arrays(int max_halo, float*& cols) {
+    extern __shared__ float4 shared4[];  // float4: the passes' 16-byte accesses are aligned
+    float* shared = reinterpret_cast<float*>(shared4);
+    cols = shared + (TILE_H + 2 * min(max_halo, MAXR)) * blur_row_stride(MAXR);
+    return shared;
+}
+
+// The job of the launch's tile t (jobs are in tile order, each from its `tile_start`),
+// and the tile's origin (x0, y0) in that job's level.
+__device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, int n_jobs, int t,
+                                           int& x0, int& y0) {
+    int j = 0;
+    while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
+    const LevelsJob& job = jobs[j];
+    const int tile = t - job.tile_start;
+    x0 = (tile % job.tiles_x) * job.tile_w;
+    y0 = (tile / job.tiles_x) * job.tile_h;
+    return j;
+}
+
+// A tiled blur kernel: STAGE, which blurs every tile of a launch's jobs grid-strided,
+// compiled for radii up to MAXR, with MIN_BLOCKS blocks per SM (the registers it may use).
+#define TILED_BLUR_KERNEL(NAME, STAGE, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                  \
+    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                   \
+        NAME(const SiftTiledParams p) {                                                      \
+        STAGE<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, p.frame, \
+                                      p.pyramid, p.taps);                                    \
+    }

@@ -36,8 +36,7 @@
 // MAX_STEP_LEVELS and the two kernels' radii (STEP_RADIUS, BLUR_MAX_RADIUS) are -D
 // defines from src/cuda/abi.rs.
 
-// Outputs a thread makes per level, at most (the largest tile's horizontal items).
-#define RUN 4
+// Horizontal items a thread makes per level, at most (the largest tile's).
 #define ITEMS_PER_THREAD (TILE_W * TILE_H / RUN / BLUR_THREADS)
 
 // Shared layout of the kernel for radii up to MAXR. Column p of a row holds the image's
@@ -69,8 +68,7 @@ __device__ __forceinline__ void blur_level(const TileItems& items, int tw, int t
                                            float* cols, Emit& emit) {
     constexpr int S = blur_row_stride(MAXR);
     float w[RT + 1];
-#pragma unroll
-    for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
+    load_weights<RT, EXACT>(w, taps, r);
     // The columns MAXR - r .. MAXR + tw + r that the horizontal pass reads.
     const int first_quad = (MAXR - r) >> 2, quads = ((MAXR + tw + r + 3) >> 2) - first_quad;
     // A tile narrower than TILE_W is an octave with fewer tiles than SMs, whose stage is
@@ -81,25 +79,11 @@ __device__ __forceinline__ void blur_level(const TileItems& items, int tw, int t
     else
         vertical_pass<MAXR, RT, EXACT, RUN>(first_quad, quads, th, halo - r, r, w, input, cols);
     __syncthreads();
-    // Output x + q's tap k reads column MAXR + x + q + k, streamed a quad at a time.
+    // Output x's centre is column MAXR + x.
 #pragma unroll
     for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
         if (!items.has(i)) continue;
-        const float* row = cols + items.y(i) * S + items.x(i);
-        float o[RUN];
-        if (!EXACT)
-            for (int q = 0; q < RUN; ++q) o[q] = 0.f;
-#pragma unroll
-        for (int j = (MAXR - RT) / 4; j <= (MAXR + RT + RUN - 1) / 4; ++j) {
-            if (!EXACT && (4 * j + 3 < MAXR - r || 4 * j > MAXR + r + RUN - 1)) continue;
-            const float4 v = *reinterpret_cast<const float4*>(row + 4 * j);
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-#pragma unroll
-                for (int q = 0; q < RUN; ++q)
-                    add_tap<RT, EXACT>(o[q], 4 * j + e - q - MAXR, r, w, lane_of(v, e));
-        }
-        emit(i, make_float4(o[0], o[1], o[2], o[3]));
+        emit(i, horizontal_run<RT, MAXR, EXACT>(cols + items.y(i) * S + items.x(i), r, w));
     }
     __syncthreads();  // the next level's vertical pass rewrites `cols`
 }
@@ -131,53 +115,6 @@ __device__ __forceinline__ void store_quad(float* plane, int width, int height, 
         if (gx + q < width) at[q] = lane_of(v, q);
 }
 
-// Loads the job's source over the tile at (x0, y0) and its halo into `shared` (the
-// layout's column 0): quads where the source is an aligned plane, a row per warp with
-// several loads in flight inside the image, reflected element by element at its borders.
-template <int MAXR, int LOAD_ROWS>
-__device__ __forceinline__ void load_tile(const LevelsJob& job, const unsigned char* frame,
-                                          const float* pyramid, float* shared, int x0, int y0) {
-    constexpr int S = blur_row_stride(MAXR);
-    const int h = job.halo, tw = job.tile_w, th = job.tile_h;
-    const int span_x = tw + 2 * h, span_y = th + 2 * h;
-    float* input = shared + MAXR - h;  // the halo's first column
-    const bool inside =
-        x0 >= h && y0 >= h && x0 + tw + h <= job.width && y0 + th + h <= job.height;
-    const int quads = (tw + MAXR + h + 3) >> 2;
-    const bool quad_tile = job.source == SOURCE_PLANE && ((job.src_offset | job.width) & 3) == 0 &&
-                           x0 >= MAXR && x0 - MAXR + 4 * quads <= job.width && y0 >= h &&
-                           y0 + th + h <= job.height;
-    if (quad_tile) {
-        load_quads<S>(pyramid + job.src_offset + (y0 - h) * job.width + x0 - MAXR, job.width,
-                      shared, quads, span_y);
-    } else if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
-        // The source's row pitch and column step, in its elements.
-        const bool halved = job.source == SOURCE_PLANE_HALVED;
-        const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
-        const int first = (y0 - h) * pitch + (x0 - h) * step;
-        if (job.source == SOURCE_FRAME)
-            load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, S, span_x, span_y);
-        else
-#if __CUDA_ARCH__ >= 800
-            copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input, S,
-                                      span_x, span_y);
-#else
-            load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step, input,
-                                           S, span_x, span_y);
-#endif
-    } else {
-        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
-            int ry = k / span_x, rx = k - ry * span_x;
-            int y = y0 + ry - h, x = x0 + rx - h;
-            if (!inside) {
-                y = reflect101_repeated(y, job.height);
-                x = reflect101_repeated(x, job.width);
-            }
-            input[ry * S + rx] = source_value(job, frame, pyramid, x, y);
-        }
-    }
-}
-
 // One launch: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided, for radii
 // up to MAXR. Dynamic shared memory: the input tile with the halo of the launch's widest
 // job (`max_halo`, at most MAXR here), then the vertical pass's rows, both at the row
@@ -190,17 +127,13 @@ __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs,
                                              const unsigned char* __restrict__ frame,
                                              float* pyramid, const float* __restrict__ taps) {
     constexpr int S = blur_row_stride(MAXR);
-    extern __shared__ float4 shared4[];  // float4: the passes' 16-byte accesses are aligned
-    float* shared = reinterpret_cast<float*>(shared4);
-    float* cols = shared + (TILE_H + 2 * min(max_halo, MAXR)) * S;
+    float* cols;
+    float* shared = tile_arrays<MAXR>(max_halo, cols);
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        int j = 0;
-        while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
-        const LevelsJob& job = jobs[j];
+        int x0, y0;
+        const LevelsJob& job = jobs[job_of_tile(jobs, n_jobs, t, x0, y0)];
         const int tw = job.tile_w, th = job.tile_h, halo = job.halo;
-        const int tile = t - job.tile_start;
-        const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
-        load_tile<MAXR, LOAD_ROWS>(job, frame, pyramid, shared, x0, y0);
+        load_tile<MAXR, LOAD_ROWS>(job, frame, pyramid, shared, MAXR, job.halo, x0, y0);
         __syncthreads();
 
         const TileItems items{th * (tw / RUN), __ffs(tw) - 3};
@@ -249,12 +182,6 @@ __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs,
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's widest halo.
-#define LEVELS_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                          \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                \
-        NAME(const SiftTiledParams p) {                                                   \
-        levels_stage<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, \
-                                             p.frame, p.pyramid, p.taps);                 \
-    }
 static_assert(STEP_RADIUS % 4 == 0 && BLUR_MAX_RADIUS % 4 == 0, "quads of outputs start a float4");
-LEVELS_KERNEL(sift_levels_r24, STEP_RADIUS, 4, 2, true)
-LEVELS_KERNEL(sift_levels_r32, BLUR_MAX_RADIUS, 1, 2, false)
+TILED_BLUR_KERNEL(sift_levels_r24, levels_stage, STEP_RADIUS, 4, 2, true)
+TILED_BLUR_KERNEL(sift_levels_r32, levels_stage, BLUR_MAX_RADIUS, 1, 2, false)

@@ -58,7 +58,6 @@ __device__ __forceinline__ TiledLevel tiled_level(const LevelsJob& job) {
 // `blur_tile_exact` calls the passes with RT = r known at compile time (C = r rounded up
 // to 4), where no tap or load is predicated; the radius-32 kernel calls them once with
 // RT = C = MAXR and predicates taps and loads on r (only unusual sigmas reach it).
-#define RUN 4
 
 
 // One tile in the kernel for radii up to MAXR; `input` and `cols` at their arrays' first
@@ -70,8 +69,7 @@ __device__ __forceinline__ void blur_tile(
     constexpr int S = blur_row_stride(MAXR);
     const int tw = job.tile_w, th = job.tile_h;
     float w[RT + 1];
-#pragma unroll
-    for (int k = 0; k <= RT; ++k) w[k] = EXACT || k <= r ? taps[k] : 0.f;
+    load_weights<RT, EXACT>(w, taps, r);
 
     // The columns 0 .. C + r + tw of the shifted layout; output row y's first tap is
     // input row y.
@@ -95,24 +93,11 @@ __device__ __forceinline__ void blur_tile(
     const int quads_log2 = __ffs(tw) - 3;  // tw / RUN items per row, a power of two
     for (int item = threadIdx.x; item < th * (tw / RUN); item += blockDim.x) {
         const int y = item >> quads_log2, x = (item & ((tw >> 2) - 1)) * RUN;
-        const float* row = cols + y * S + x;
-        float out[RUN];
-        if (!EXACT)
-            for (int q = 0; q < RUN; ++q) out[q] = 0.f;
-#pragma unroll
-        for (int j = (C - RT) / 4; j <= (C + RT + RUN - 1) / 4; ++j) {
-            if (!EXACT && (4 * j + 3 < C - r || 4 * j > C + r + RUN - 1)) continue;
-            const float4 v = *reinterpret_cast<const float4*>(row + 4 * j);
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-#pragma unroll
-                for (int q = 0; q < RUN; ++q)
-                    add_tap<RT, EXACT>(out[q], 4 * j + e - q - C, r, w, lane_of(v, e));
-        }
+        const float4 gauss = horizontal_run<RT, C, EXACT>(cols + y * S + x, r, w);
         // The level below at the outputs: row y + r, column x + C of the shifted input.
         const float4 old = *reinterpret_cast<const float4*>(input + (y + r) * S + x + C);
-        const float4 gauss = make_float4(out[0], out[1], out[2], out[3]);
-        const float4 dog = make_float4(out[0] - old.x, out[1] - old.y, out[2] - old.z, out[3] - old.w);
+        const float4 dog =
+            make_float4(gauss.x - old.x, gauss.y - old.y, gauss.z - old.z, gauss.w - old.w);
         const int gx = x0 + x, gy = y0 + y, at = gy * job.width + gx;
         if (vector_stores) {  // most tiles
             *reinterpret_cast<float4*>(pyramid + job.gauss_out + at) = gauss;
@@ -157,58 +142,15 @@ template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
     const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
     const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
-    constexpr int S = blur_row_stride(MAXR);
-    extern __shared__ float4 shared4[];  // float4: the passes' 16-byte accesses are aligned
-    float* shared = reinterpret_cast<float*>(shared4);
-    float* cols = shared + (TILE_H + 2 * min(max_radius, MAXR)) * S;
+    float* cols;
+    float* shared = tile_arrays<MAXR>(max_radius, cols);
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        int j = 0;
-        while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
-        const TiledLevel job = tiled_level(jobs[j]);
-        const int r = job.radius, tw = job.tile_w, th = job.tile_h;
-        const int span_x = tw + 2 * r, span_y = th + 2 * r;
+        int x0, y0;
+        const TiledLevel job = tiled_level(jobs[job_of_tile(jobs, n_jobs, t, x0, y0)]);
+        const int r = job.radius;
         // Column 0 of the tile's input in the passes' shifted layout.
         const int centre = EXACT ? exact_centre(r) : MAXR;
-        float* input = shared + centre - r;
-        const int tile = t - job.tile_start;
-        const int x0 = (tile % job.tiles_x) * tw, y0 = (tile / job.tiles_x) * th;
-        const bool inside = x0 >= r && y0 >= r && x0 + tw + r <= job.width &&
-                            y0 + th + r <= job.height;
-        const int quads = (tw + centre + r + 3) >> 2;
-        const bool quad_tile = job.source == SOURCE_PLANE &&
-                               ((job.src_offset | job.width) & 3) == 0 && x0 >= centre &&
-                               x0 - centre + 4 * quads <= job.width && y0 >= r &&
-                               y0 + th + r <= job.height;
-        if (quad_tile) {
-            load_quads<S>(pyramid + job.src_offset + (y0 - r) * job.width + x0 - centre,
-                          job.width, shared, quads, span_y);
-        } else if (inside && job.source != SOURCE_FRAME_UPSAMPLED) {
-            // The source's row pitch and column step, in its elements.
-            const bool halved = job.source == SOURCE_PLANE_HALVED;
-            const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
-            const int first = (y0 - r) * pitch + (x0 - r) * step;
-            if (job.source == SOURCE_FRAME)
-                load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, S, span_x,
-                                               span_y);
-            else
-#if __CUDA_ARCH__ >= 800
-                copy_interior_async<MAXR>(pyramid + job.src_offset + first, pitch, step, input,
-                                          S, span_x, span_y);
-#else
-                load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step,
-                                               input, S, span_x, span_y);
-#endif
-        } else {
-            for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
-                int ry = k / span_x, rx = k - ry * span_x;
-                int y = y0 + ry - r, x = x0 + rx - r;
-                if (!inside) {
-                    y = reflect101_repeated(y, job.height);
-                    x = reflect101_repeated(x, job.width);
-                }
-                input[ry * S + rx] = source_value(job, frame, pyramid, x, y);
-            }
-        }
+        load_tile<MAXR, LOAD_ROWS>(job, frame, pyramid, shared, centre, r, x0, y0);
         __syncthreads();
         const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
         if constexpr (EXACT)
@@ -223,12 +165,6 @@ __device__ __forceinline__ void blur_dog_stage(
 // the host launches, per stage, the smallest that holds the stage's largest radius.
 // With a copy of the passes per radius neither needs to spill at the block counts below
 // (the radius-16 kernel's predicated version took 122 registers).
-#define BLUR_DOG_KERNEL(NAME, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                          \
-    extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                  \
-        NAME(const SiftTiledParams p) {                                                     \
-        blur_dog_stage<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, \
-                                               p.frame, p.pyramid, p.taps);                 \
-    }
 // NVRTC 12.9: sm_90's code of the radius-8 kernel fits 40 registers (6 blocks/SM), and
 // the radius-16 kernel 64 (4 blocks/SM) on every arch; sm_72/sm_87 code of the radius-8
 // kernel spills at 6 blocks/SM, so there it keeps 4 (64 registers). More warps per SM:
@@ -239,6 +175,6 @@ __device__ __forceinline__ void blur_dog_stage(
 #else
 #define BLUR_R8_MIN_BLOCKS 4
 #endif
-BLUR_DOG_KERNEL(sift_blur_dog_r8, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r16, BLUR_MEDIUM_RADIUS, 4, 2, true)
-BLUR_DOG_KERNEL(sift_blur_dog_r32, BLUR_MAX_RADIUS, 1, 2, false)
+TILED_BLUR_KERNEL(sift_blur_dog_r8, blur_dog_stage, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true)
+TILED_BLUR_KERNEL(sift_blur_dog_r16, blur_dog_stage, BLUR_MEDIUM_RADIUS, 4, 2, true)
+TILED_BLUR_KERNEL(sift_blur_dog_r32, blur_dog_stage, BLUR_MAX_RADIUS, 1, 2, false)

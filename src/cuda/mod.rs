@@ -24,6 +24,7 @@ mod modules;
 mod orb;
 mod sift;
 mod timing;
+mod upload;
 
 pub use availability::availability;
 pub use compiler::{nvrtc_version, Arch};

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
-use super::{copy_frame, CudaOrbExtractor};
+use super::CudaOrbExtractor;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::FrameLayout;
 use crate::error::{Error, ImageError, Result};
@@ -157,8 +157,8 @@ impl CudaOrbExtractor {
             )));
         };
         let input = plan.input(&self.gpu, slot, layout, self.unified)?;
-        copy_frame(input, frame);
-        input.frame.upload_async(&overlap.copy_stream)?;
+        input.upload.copy(frame)?;
+        input.upload.upload_async(&overlap.copy_stream)?;
         overlap.uploaded.record(&overlap.copy_stream)?;
         Ok(())
     }

@@ -17,6 +17,7 @@ use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
+use crate::cuda::upload::FrameUpload;
 use crate::error::{Error, ImageError, Result};
 use crate::spec::grid::{DetectionArea, Grid};
 use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
@@ -290,16 +291,14 @@ pub struct Plan {
 /// captured to read it: each slot has its own graph, so alternating slots costs no
 /// copy and no graph update.
 pub struct FrameInput {
-    pub frame: Staged,
-    pub layout: FrameLayout,
+    pub upload: FrameUpload,
     pub graph: Option<FrameGraph>,
 }
 
 impl FrameInput {
     fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
         Ok(Self {
-            frame: Staged::new(&gpu.ctx, layout.upload_bytes(), unified)?,
-            layout,
+            upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
             graph: None,
         })
     }
@@ -415,7 +414,7 @@ impl Plan {
             self.inputs.push(FrameInput::new(gpu, layout, unified)?);
         }
         let input = &mut self.inputs[slot];
-        if input.layout != layout {
+        if *input.upload.layout() != layout {
             *input = FrameInput::new(gpu, layout, unified)?;
         }
         Ok(input)

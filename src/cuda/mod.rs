@@ -12,6 +12,7 @@ mod abi;
 mod availability;
 mod branch;
 mod compiler;
+mod free_memory;
 mod gpu;
 mod graph;
 mod gray;

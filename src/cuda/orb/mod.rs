@@ -265,11 +265,12 @@ impl CudaOrbExtractor {
         }
     }
 
-    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
+    /// The plan of frames of `layout`'s size, made once per size.
+    fn prepare(&mut self, layout: FrameLayout) -> Result<()> {
         if self
             .plan
             .as_ref()
-            .is_some_and(|p| p.width == width && p.height == height)
+            .is_some_and(|p| p.width == layout.width && p.height == layout.height)
         {
             return Ok(());
         }
@@ -278,8 +279,7 @@ impl CudaOrbExtractor {
             &self.gpu,
             &self.kernels,
             &self.config,
-            width,
-            height,
+            layout,
             self.unified,
         )?);
         Ok(())
@@ -348,7 +348,7 @@ impl CudaOrbExtractor {
             )));
         }
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(layout.width, layout.height)?;
+        self.prepare(layout)?;
         let stream = self.gpu.stream.clone();
         {
             let Some(plan) = self.plan.as_mut() else {

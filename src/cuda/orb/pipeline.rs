@@ -150,7 +150,7 @@ impl CudaOrbExtractor {
     /// upload on the copy stream, then records `uploaded` there.
     fn stage(&mut self, frame: &RawFrame<'_>, layout: FrameLayout, slot: usize) -> Result<()> {
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(layout.width, layout.height)?;
+        self.prepare(layout)?;
         let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
             return Err(Error::Image(ImageError::Invalid(
                 "no plan for the frame's size".into(),

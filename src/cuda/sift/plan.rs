@@ -12,6 +12,7 @@ use crate::cuda::abi::{
     SOURCE_FRAME, SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, STEP_RADIUS,
     SUMMARY_WORDS, TILE_H, TILE_W,
 };
+use crate::cuda::free_memory::check_free_memory;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::sift::steps::{chained_steps, octave_steps, Step};
@@ -299,8 +300,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of frames of `layout`'s size, with its upload buffer for frames of
-    /// `layout`.
+    /// The plan of frames of `layout`'s size, its upload buffer for frames of `layout`;
+    /// refused before anything is allocated when it would not fit the GPU's free memory.
     pub fn new(
         ctx: &Arc<CudaContext>,
         config: &SiftConfig,
@@ -311,6 +312,9 @@ impl Plan {
     ) -> Result<Self> {
         let (width, height) = (layout.width, layout.height);
         let geometry = Geometry::new(config, taps, width, height, limits)?;
+        let bytes = PlanBytes::of(config, taps, &geometry, width, height);
+        ctx.bind_to_thread()?;
+        check_free_memory("CUDA SIFT", width, height, bytes.needed(&layout))?;
         let Geometry {
             octaves,
             floats,
@@ -434,6 +438,15 @@ impl PlanBytes {
                 + 6 * outputs * word
                 + outputs * DESCRIPTOR_BYTES,
         }
+    }
+
+    /// Device bytes the plan needs for frames of `layout` (checked against the GPU's
+    /// free memory): all of them in either memory mode (mapped host memory is the
+    /// device's own on an integrated GPU), the frame slot as large as the layout needs.
+    pub(crate) fn needed(&self, layout: &FrameLayout) -> usize {
+        let packed = layout.width * layout.height;
+        self.scale_space + self.work + self.tables + self.staged - packed
+            + layout.upload_bytes().max(packed)
     }
 }
 
@@ -790,6 +803,7 @@ fn small_octave_jobs(
 mod tests {
     use super::*;
     use crate::cpu::sift::pyramid::{ScaleSpace, Upscale};
+    use crate::image::Encoding;
     use crate::image::GrayImage;
 
     #[test]
@@ -1141,6 +1155,31 @@ mod tests {
         assert_eq!(
             (bytes.scale_space, bytes.work, bytes.staged),
             (486_598_112, 31_622_424, 11_923_220)
+        );
+    }
+
+    #[test]
+    fn the_memory_check_counts_the_whole_plan_with_the_frame_slot_of_its_layout() {
+        let limits = DeviceLimits {
+            sms: 132,
+            shared_per_block: 227 * 1024,
+        };
+        let (width, height) = (1920, 1080);
+        let bytes = PlanBytes::new(&SiftConfig::default(), width, height, limits).unwrap();
+        let total = bytes.scale_space + bytes.work + bytes.tables + bytes.staged;
+        let layout = |encoding: Encoding, step| FrameLayout {
+            encoding,
+            big_endian: false,
+            width,
+            height,
+            step,
+        };
+        assert_eq!(bytes.needed(&layout(Encoding::Mono8, width)), total);
+        // bgr8 rows padded to 5776 bytes: the upload holds every row but the last's padding.
+        let bgr = layout(Encoding::Bgr8, 5776);
+        assert_eq!(
+            bytes.needed(&bgr),
+            total - width * height + 5776 * (height - 1) + 3 * width
         );
     }
 }

@@ -288,6 +288,19 @@ fn tiny_and_thin_images_give_what_the_cpu_gives() {
     }
 }
 
+/// The frames the next test feeds the GPU, checked where no GPU is: each converts on
+/// the CPU to the photo's luma, so the GPU test compares features of one grey image.
+#[test]
+fn the_encoded_frames_convert_to_the_photos_grey_on_the_cpu() {
+    let frames = frames_from("graf1.png");
+    assert_eq!(frames.len(), 12);
+    for frame in &frames {
+        let gray =
+            GrayImage::from_raw(&frame.raw()).unwrap_or_else(|e| panic!("{}: {e}", frame.name));
+        assert!(gray == frame.expected_gray, "{}: grey differs", frame.name);
+    }
+}
+
 #[test]
 #[ignore = "needs a GPU: scripts/gpu-check.sh"]
 fn every_camera_encoding_gives_the_features_of_its_cpu_grey_bit_for_bit() {

@@ -215,6 +215,7 @@ fn latency(c: &mut Criterion) {
         case(Cuda, Orb, full_hd, Uyvy, Temporal, None),
         case(Cuda, Orb, full_hd, Mono8, Temporal, Some(8)),
         case(Cuda, Sift, full_hd, Mono8, Temporal, None),
+        case(Cuda, Sift, full_hd, Bgr8, Temporal, None),
     ];
     for case in &cases {
         latency_of(c, case);

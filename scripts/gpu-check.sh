@@ -3,7 +3,8 @@
 #   1. parity with the CPU reference (GPU-marked tests of tests/cuda_orb.rs and
 #      tests/cuda_sift.rs), and the pipelined ORB path against `extract`
 #      (tests/cuda_pipeline.rs, with memcheck),
-#   2. compute-sanitizer memcheck and racecheck on both pipelines,
+#   2. compute-sanitizer memcheck and racecheck on both pipelines (and memcheck on CUDA
+#      SIFT's frames in every camera encoding),
 #   3. `orbsift bench --algo orb --backend cuda`, all SMs, unified memory and --sm-limit 8;
 #      `orbsift bench --algo sift --backend cuda`, without and with upscaling, and
 #      without upscaling on 8 SMs,
@@ -100,6 +101,8 @@ run sift_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
 run sift_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
+run sift_frames_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$sift_test_bin" --ignored --exact every_camera_encoding_gives_the_features_of_its_cpu_grey_bit_for_bit
 sift_bench=("$orbsift" bench --algo sift --backend cuda --iterations 200 "${images[@]}")
 run sift_bench "${sift_bench[@]}" --set sift.upscale=false
 run sift_bench_upscale "${sift_bench[@]}"
@@ -133,7 +136,7 @@ echo
 echo "| check | result |"
 echo "|---|---|"
 for name in parity memcheck racecheck pipeline pipeline_memcheck bench bench_unified bench_sm8 \
-    sift_parity sift_memcheck sift_racecheck sift_bench sift_bench_upscale sift_bench_sm8 \
+    sift_parity sift_memcheck sift_racecheck sift_frames_memcheck sift_bench sift_bench_upscale sift_bench_sm8 \
     sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu \
     node_parity node_memcheck node_racecheck node_latency; do
     echo "| $name | ${status[$name]:-not run} |"

@@ -134,6 +134,22 @@ pub enum CudaError {
         source: cudarc::driver::DriverError,
     },
 
+    /// A plan's buffers for a new frame size would not fit the GPU's free memory
+    /// (`cuMemGetInfo`), checked before anything is allocated.
+    #[error(
+        "{plan} needs {needed} bytes ({} MiB) of GPU memory for a {width}x{height} frame, \
+         but the GPU has {free} bytes ({} MiB) free",
+        mebibytes(*needed),
+        mebibytes(*free)
+    )]
+    OutOfMemory {
+        plan: &'static str,
+        width: usize,
+        height: usize,
+        needed: usize,
+        free: usize,
+    },
+
     #[error("no CUDA kernel module named {0}")]
     NoModule(String),
 
@@ -158,6 +174,11 @@ pub enum CudaError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Whole mebibytes of `bytes`, rounded down: a readable size beside the exact one.
+fn mebibytes(bytes: usize) -> usize {
+    bytes >> 20
 }
 
 /// ROS messages and the transports that carry them.

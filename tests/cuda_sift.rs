@@ -1,8 +1,9 @@
 //! The CUDA SIFT backend against the CPU reference (docs/sift-reference.md) on real
 //! images (tests/data) resized to 640x480 .. 3840x2160, with and without the upscaled
 //! octave. Parity is issue 4's: at least 99 % of the keypoints within 0.05 px (both
-//! ways), descriptors within 1 % mean relative L2 difference. GPU tests run through
-//! scripts/gpu-check.sh; the backend-choice test runs everywhere.
+//! ways), descriptors within 1 % mean relative L2 difference. Frames in every camera
+//! encoding, converted to grey on the GPU, give exactly the features of their CPU grey.
+//! GPU tests run through scripts/gpu-check.sh; the backend-choice test runs everywhere.
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -13,6 +14,7 @@ use orbsift::cuda::CudaSiftExtractor;
 use orbsift::{Config, Extractor, Features, GrayImage, SiftConfig};
 
 use common::confinement::assert_green_context;
+use common::encoded::frames_from;
 use common::frames::{load, resized};
 use common::invariance::angle_difference;
 
@@ -283,5 +285,73 @@ fn tiny_and_thin_images_give_what_the_cpu_gives() {
         if !reference.is_empty() {
             assert_parity(&format!("{w}x{h}"), &reference, &features);
         }
+    }
+}
+
+/// The frames the next test feeds the GPU, checked where no GPU is: each converts on
+/// the CPU to the photo's luma, so the GPU test compares features of one grey image.
+#[test]
+fn the_encoded_frames_convert_to_the_photos_grey_on_the_cpu() {
+    let frames = frames_from("graf1.png");
+    assert_eq!(frames.len(), 12);
+    for frame in &frames {
+        let gray =
+            GrayImage::from_raw(&frame.raw()).unwrap_or_else(|e| panic!("{}: {e}", frame.name));
+        assert!(gray == frame.expected_gray, "{}: grey differs", frame.name);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn every_camera_encoding_gives_the_features_of_its_cpu_grey_bit_for_bit() {
+    // Upscaled: octave 0 reads the converted frame through the bilinear upsampling too.
+    let config = SiftConfig::default();
+    let frames = frames_from("graf1.png");
+    let encodings: Vec<&str> = frames.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        frames.len(),
+        12,
+        "every encoding the CPU accepts: {encodings:?}"
+    );
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let mut extractor = gpu(&config, memory, None);
+        for frame in &frames {
+            let what = format!("graf1.png {} ({memory:?})", frame.name);
+            let raw = frame.raw();
+            let gray = GrayImage::from_raw(&raw).unwrap_or_else(|e| panic!("{what}: {e}"));
+            // The frame's grey, converted on the CPU and uploaded as mono8.
+            let expected = extractor.extract(&gray).expect("grey extraction");
+            assert!(
+                expected.len() > 1000,
+                "{what}: {} keypoints",
+                expected.len()
+            );
+            let features = extractor
+                .extract_frame(&raw)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(features.keypoints, expected.keypoints, "{what}: keypoints");
+            assert_eq!(
+                features.descriptors, expected.descriptors,
+                "{what}: descriptors"
+            );
+        }
+        // A stream of frames of one layout (the node's `submit_frame`): each frame's
+        // own features, and no allocation after the first.
+        let bgr = frames.iter().find(|f| f.name == "bgr8").expect("bgr8");
+        let first = extractor.extract_frame(&bgr.raw()).expect("bgr8");
+        let allocations = orbsift::cuda::allocations();
+        for _ in 0..3 {
+            let submitted = extractor.submit_frame(&bgr.raw()).expect("bgr8");
+            assert_eq!(
+                submitted.as_ref(),
+                Some(&first),
+                "submit_frame ({memory:?})"
+            );
+        }
+        assert_eq!(
+            orbsift::cuda::allocations(),
+            allocations,
+            "steady bgr8 frames allocate ({memory:?})"
+        );
     }
 }

@@ -12,6 +12,7 @@ mod abi;
 mod availability;
 mod branch;
 mod compiler;
+mod free_memory;
 mod gpu;
 mod graph;
 mod gray;
@@ -24,6 +25,7 @@ mod modules;
 mod orb;
 mod sift;
 mod timing;
+mod upload;
 
 pub use availability::availability;
 pub use compiler::{nvrtc_version, Arch};

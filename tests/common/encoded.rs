@@ -27,6 +27,8 @@ pub struct EncodedFrame {
     pub width: usize,
     pub height: usize,
     pub step: usize,
+    /// Only meaningful for mono16.
+    pub big_endian: bool,
     pub data: Vec<u8>,
     pub expected_gray: GrayImage,
 }
@@ -38,7 +40,7 @@ impl EncodedFrame {
             width: self.width,
             height: self.height,
             step: self.step,
-            big_endian: false,
+            big_endian: self.big_endian,
             data: &self.data,
         }
     }
@@ -61,13 +63,15 @@ pub fn opencv_frames(photo: &str, dir: &Path) -> Vec<EncodedFrame> {
             width: r.width,
             height: r.height,
             step: r.step,
+            big_endian: false,
         })
         .collect()
 }
 
 /// `photo` in every encoding, made here (no OpenCV needed: for machines without the
-/// test venv): colour orders from its RGB, YUV frames with its BT.601 luma as Y and
-/// chroma from its blue and red, packed rows padded by 8 bytes.
+/// test venv): mono8 its BT.601 luma, mono16 (both byte orders) that luma as the high
+/// byte over a varying low byte, colour orders from its RGB, YUV frames with its luma
+/// as Y and chroma from its blue and red, packed rows padded by 8 bytes.
 pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
     let rgb = image::open(test_data(photo))
         .unwrap_or_else(|e| panic!("{photo}: {e}"))
@@ -98,17 +102,38 @@ pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
     let v = |x: usize, y: usize| pixel(x, y)[0] / 2 + 64;
     let y_of = |x: usize, y: usize| luma[y * width + x];
     let mut frames = Vec::new();
-    let mut push = |encoding: Encoding, (data, step): (Vec<u8>, usize)| {
+    let mut push_in = |encoding: Encoding, big_endian: bool, (data, step): (Vec<u8>, usize)| {
+        let order = if big_endian { " big-endian" } else { "" };
         frames.push(EncodedFrame {
-            name: encoding.name().to_string(),
+            name: format!("{}{order}", encoding.name()),
             encoding,
             width,
             height,
             step,
+            big_endian,
             data,
             expected_gray: luma_image.clone(),
         })
     };
+    push_in(Encoding::Mono8, false, padded(width, &|i, y| y_of(i, y)));
+    // The low byte varies, so a conversion that read it would show.
+    let low = |i: usize, y: usize| (i * 7 + y * 13) as u8;
+    for big_endian in [false, true] {
+        // The byte of each pixel that holds its high byte.
+        let high = usize::from(!big_endian);
+        push_in(
+            Encoding::Mono16,
+            big_endian,
+            padded(2 * width, &|i, y| {
+                if i % 2 == high {
+                    y_of(i / 2, y)
+                } else {
+                    low(i, y)
+                }
+            }),
+        );
+    }
+    let mut push = |encoding: Encoding, frame: (Vec<u8>, usize)| push_in(encoding, false, frame);
     push(
         Encoding::Rgb8,
         padded(3 * width, &|i, y| pixel(i / 3, y)[i % 3]),

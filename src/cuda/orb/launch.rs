@@ -191,8 +191,12 @@ impl CudaOrbExtractor {
         unsafe {
             // Level 0 of the pyramid is the frame in grey (read over the bus once when
             // it is mapped host memory).
-            k.gray
-                .enqueue(stream, &input.layout, input.frame.ptr, plan.pyramid.ptr)?;
+            k.gray.enqueue(
+                stream,
+                input.upload.layout(),
+                input.upload.ptr(),
+                plan.pyramid.ptr,
+            )?;
             // Level 0's FAST forks onto the side stream and runs while the pyramid
             // resizes the other levels; the two streams join before the cell scan.
             let side = self.level0_branch.fork(stream)?;

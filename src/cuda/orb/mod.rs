@@ -40,29 +40,6 @@ pub use plan::OrbPlanBytes;
 use plan::{to_i32, FrameInput, Plan, DESCRIPTOR_BYTES};
 use shapes::Kernels;
 
-/// The least a thread copies into pinned memory: below it, waking a thread costs
-/// more than it saves.
-const MIN_COPY_CHUNK: usize = 64 * 1024;
-
-/// Copies the bytes of `frame` that hold its grey values into `input`'s host buffer,
-/// split evenly over the threads: it is on every frame's critical path, and a single
-/// core does not reach the memory bandwidth.
-fn copy_frame(input: &mut FrameInput, frame: &RawFrame<'_>) {
-    use rayon::prelude::*;
-    let bytes = input.layout.upload_bytes();
-    let (to, from) = (
-        &mut input.frame.host.as_mut_slice()[..bytes],
-        &frame.data[..bytes],
-    );
-    let pieces = rayon::current_num_threads()
-        .min(bytes / MIN_COPY_CHUNK)
-        .max(1);
-    let chunk = bytes.div_ceil(pieces);
-    to.par_chunks_mut(chunk)
-        .zip(from.par_chunks(chunk))
-        .for_each(|(to, from)| to.copy_from_slice(from));
-}
-
 /// Tables that do not depend on the image size.
 struct Constants {
     arc: DeviceBuffer,
@@ -288,11 +265,12 @@ impl CudaOrbExtractor {
         }
     }
 
-    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
+    /// The plan of frames of `layout`'s size, made once per size.
+    fn prepare(&mut self, layout: FrameLayout) -> Result<()> {
         if self
             .plan
             .as_ref()
-            .is_some_and(|p| p.width == width && p.height == height)
+            .is_some_and(|p| p.width == layout.width && p.height == layout.height)
         {
             return Ok(());
         }
@@ -301,8 +279,7 @@ impl CudaOrbExtractor {
             &self.gpu,
             &self.kernels,
             &self.config,
-            width,
-            height,
+            layout,
             self.unified,
         )?);
         Ok(())
@@ -371,16 +348,16 @@ impl CudaOrbExtractor {
             )));
         }
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(layout.width, layout.height)?;
+        self.prepare(layout)?;
         let stream = self.gpu.stream.clone();
         {
             let Some(plan) = self.plan.as_mut() else {
                 return Ok(());
             };
             let input = plan.input(&self.gpu, 0, layout, self.unified)?;
-            copy_frame(input, frame);
+            input.upload.copy(frame)?;
             self.clock.upload_starts(&stream)?;
-            input.frame.upload_async(&stream)?;
+            input.upload.upload_async(&stream)?;
         }
         self.queue_frame(0)?;
         stream.synchronize()?;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
-use super::{copy_frame, CudaOrbExtractor};
+use super::CudaOrbExtractor;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::FrameLayout;
 use crate::error::{Error, ImageError, Result};
@@ -150,15 +150,15 @@ impl CudaOrbExtractor {
     /// upload on the copy stream, then records `uploaded` there.
     fn stage(&mut self, frame: &RawFrame<'_>, layout: FrameLayout, slot: usize) -> Result<()> {
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(layout.width, layout.height)?;
+        self.prepare(layout)?;
         let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
             return Err(Error::Image(ImageError::Invalid(
                 "no plan for the frame's size".into(),
             )));
         };
         let input = plan.input(&self.gpu, slot, layout, self.unified)?;
-        copy_frame(input, frame);
-        input.frame.upload_async(&overlap.copy_stream)?;
+        input.upload.copy(frame)?;
+        input.upload.upload_async(&overlap.copy_stream)?;
         overlap.uploaded.record(&overlap.copy_stream)?;
         Ok(())
     }

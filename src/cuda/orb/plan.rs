@@ -12,11 +12,13 @@ use crate::cuda::abi::orb_params::{
 use crate::cuda::abi::{
     Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, WARP,
 };
+use crate::cuda::free_memory::check_free_memory;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
+use crate::cuda::upload::FrameUpload;
 use crate::error::{Error, ImageError, Result};
 use crate::spec::grid::{DetectionArea, Grid};
 use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
@@ -152,12 +154,20 @@ pub struct OrbPlanBytes {
 
 impl OrbPlanBytes {
     pub fn new(config: &OrbConfig, width: usize, height: usize) -> Result<Self> {
-        let t = PlanTables::new(config, width, height)?;
+        Ok(Self::of(
+            config,
+            &PlanTables::new(config, width, height)?,
+            width,
+            height,
+        ))
+    }
+
+    fn of(config: &OrbConfig, t: &PlanTables, width: usize, height: usize) -> Self {
         let n_levels = t.levels.len();
         let (cells, slots) = (t.cells.max(1), t.slots.max(1));
         let words = |n: usize| n * size_of::<u32>();
         let capacity = config.n_features as usize;
-        Ok(Self {
+        Self {
             device: size_of_val(t.levels.as_slice())
                 + size_of_val(t.taps.as_slice())
                 + size_of_val(t.quotas.as_slice())
@@ -173,7 +183,15 @@ impl OrbPlanBytes {
             staged: width * height
                 + words(n_levels + 1)
                 + capacity * (4 + 4 + 8 + 2 * 4 + DESCRIPTOR_BYTES + size_of::<Knn2>()),
-        })
+        }
+    }
+
+    /// Device bytes the plan needs for frames of `layout` (checked against the GPU's
+    /// free memory): all of them in either memory mode (mapped host memory is the
+    /// device's own on an integrated GPU), the frame slot as large as the layout needs.
+    pub(crate) fn needed(&self, layout: &FrameLayout) -> usize {
+        let packed = layout.width * layout.height;
+        self.device + self.staged - packed + layout.upload_bytes().max(packed)
     }
 }
 
@@ -290,31 +308,34 @@ pub struct Plan {
 /// captured to read it: each slot has its own graph, so alternating slots costs no
 /// copy and no graph update.
 pub struct FrameInput {
-    pub frame: Staged,
-    pub layout: FrameLayout,
+    pub upload: FrameUpload,
     pub graph: Option<FrameGraph>,
 }
 
 impl FrameInput {
     fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
         Ok(Self {
-            frame: Staged::new(&gpu.ctx, layout.upload_bytes(), unified)?,
-            layout,
+            upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
             graph: None,
         })
     }
 }
 
 impl Plan {
+    /// The plan of frames of `layout`'s size (the frame slots come with `input`);
+    /// refused before anything is allocated when it would not fit the GPU's free memory.
     pub fn new(
         gpu: &Gpu,
         kernels: &Kernels,
         c: &OrbConfig,
-        width: usize,
-        height: usize,
+        layout: FrameLayout,
         unified: bool,
     ) -> Result<Self> {
+        let (width, height) = (layout.width, layout.height);
         let tables = PlanTables::new(c, width, height)?;
+        gpu.ctx.bind_to_thread()?;
+        let needed = OrbPlanBytes::of(c, &tables, width, height).needed(&layout);
+        check_free_memory("CUDA ORB", width, height, needed)?;
         let capacity = c.n_features as usize;
         let n_levels = tables.levels.len();
         let total_cells = to_i32(tables.cells, "cells")?;
@@ -415,7 +436,7 @@ impl Plan {
             self.inputs.push(FrameInput::new(gpu, layout, unified)?);
         }
         let input = &mut self.inputs[slot];
-        if input.layout != layout {
+        if *input.upload.layout() != layout {
             *input = FrameInput::new(gpu, layout, unified)?;
         }
         Ok(input)
@@ -425,6 +446,25 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::Encoding;
+
+    #[test]
+    fn the_memory_check_counts_the_whole_plan_with_the_frame_slot_of_its_layout() {
+        let (width, height) = (1920, 1080);
+        let bytes = OrbPlanBytes::new(&OrbConfig::default(), width, height).unwrap();
+        let layout = |encoding: Encoding, step| FrameLayout {
+            encoding,
+            big_endian: false,
+            width,
+            height,
+            step,
+        };
+        let total = bytes.device + bytes.staged;
+        assert_eq!(bytes.needed(&layout(Encoding::Mono8, width)), total);
+        // uyvy, 2 bytes a pixel, packed: twice the packed mono8 slot.
+        let uyvy = layout(Encoding::Uyvy, 2 * width);
+        assert_eq!(bytes.needed(&uyvy), total + width * height);
+    }
 
     #[test]
     fn record_groups_bound_each_level_by_its_slots_and_twice_its_quota() {

@@ -181,6 +181,13 @@ pub fn enqueue(
     let (pyramid, octaves) = (plan.pyramid.ptr, plan.octave_table.ptr);
     let job_table = |first: usize| plan.jobs.ptr + (first * size_of::<LevelsJob>()) as u64;
 
+    // SAFETY: the plan's input holds its layout's upload bytes (`FrameUpload::new`),
+    // and its grey buffer width x height bytes, the plan's size: the frame's first
+    // kernel writes the grey image the scale space starts from.
+    unsafe {
+        k.gray
+            .enqueue(stream, plan.input.layout(), plan.input.ptr(), plan.gray.ptr)?;
+    }
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
         result::memset_d8_async(counters, 0, plan.counters.bytes, stream.cu_stream())?;
@@ -193,7 +200,7 @@ pub fn enqueue(
         for (s, stage) in plan.stages.iter().enumerate() {
             let params = |launch: &JobLaunch, max_radius: usize| SiftTiledParams {
                 jobs: job_table(launch.first_job),
-                frame: plan.frame.ptr,
+                frame: plan.gray.ptr,
                 pyramid,
                 taps: plan.taps.ptr,
                 n_jobs: launch.n_jobs,

@@ -1,8 +1,9 @@
 //! SIFT on the GPU: the launch sequence of `kernels/sift/*.cu` for one image size,
 //! reproducing the CPU reference (docs/sift-reference.md) within float tolerance.
 //!
-//! Per frame: the upload, one CUDA graph (scale space, extrema, refinement,
-//! orientation, order and budget, description), and the downloads. Keypoint order
+//! Per frame: the upload of the frame as it arrived, one CUDA graph (the frame
+//! converted to grey, scale space, extrema, refinement, orientation, order and budget,
+//! description), and the downloads. Keypoint order
 //! and the `max_features` budget are decided on the GPU; the host only learns how
 //! many keypoints came out. In unified memory (Jetson) that is one synchronisation;
 //! with device memory a second one follows the downloads sized by that count.
@@ -27,11 +28,12 @@ use crate::cuda::abi::SUMMARY_WORDS;
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
-use crate::cuda::gray::check_gpu_size;
+use crate::cuda::gray::FrameLayout;
 use crate::cuda::timing::{FrameClock, FrameTiming};
+use crate::cuda::upload::FrameUpload;
 use crate::error::{CudaError, Error, Result};
 use crate::extractor::Extractor;
-use crate::image::GrayImage;
+use crate::image::{GrayImage, RawFrame};
 use crate::types::{Features, Match};
 
 use consecutive::Consecutive;
@@ -106,12 +108,18 @@ impl CudaSiftExtractor {
         self.clock.last()
     }
 
-    fn prepare(&mut self, width: usize, height: usize) -> Result<()> {
-        if self
+    /// The plan of frames of `layout`: made once per size, its upload buffer made again
+    /// when the frames' encoding or step changes (and the graph that reads it).
+    fn prepare(&mut self, layout: FrameLayout) -> Result<()> {
+        if let Some(plan) = self
             .plan
-            .as_ref()
-            .is_some_and(|p| p.width == width && p.height == height)
+            .as_mut()
+            .filter(|p| p.width == layout.width && p.height == layout.height)
         {
+            if *plan.input.layout() != layout {
+                self.graph = None;
+                plan.input = FrameUpload::new(&self.gpu.ctx, layout, self.unified)?;
+            }
             return Ok(());
         }
         self.graph = None;
@@ -120,8 +128,7 @@ impl CudaSiftExtractor {
             &self.gpu.ctx,
             &self.config,
             &self.taps,
-            width,
-            height,
+            layout,
             self.unified,
             self.kernels.limits,
         )?;
@@ -157,19 +164,19 @@ impl CudaSiftExtractor {
         }
     }
 
-    /// Uploads, runs and downloads the frame; returns the summary words (kept
-    /// keypoints, then the raw candidate, extremum, keypoint and duplicate counts).
-    fn run(&mut self, image: &GrayImage) -> Result<[u32; SUMMARY_WORDS]> {
+    /// Uploads the frame as it arrived, runs and downloads; returns the summary words
+    /// (kept keypoints, then the raw candidate, extremum, keypoint and duplicate counts).
+    fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<[u32; SUMMARY_WORDS]> {
         self.gpu.ctx.bind_to_thread()?;
-        self.prepare(image.width(), image.height())?;
+        self.prepare(layout)?;
         let stream = self.gpu.stream.clone();
         {
             let Some(plan) = self.plan.as_mut() else {
                 return Ok([0; SUMMARY_WORDS]);
             };
-            plan.frame.host.as_mut_slice().copy_from_slice(image.data());
+            plan.input.copy(frame)?;
             self.clock.upload_starts(&stream)?;
-            plan.frame.upload_async(&stream)?;
+            plan.input.upload_async(&stream)?;
             self.clock.kernels_start(&stream)?;
         }
         self.run_frame_kernels()?;
@@ -203,9 +210,16 @@ impl CudaSiftExtractor {
 
 impl Extractor for CudaSiftExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
-        check_gpu_size(image.width(), image.height())?;
-        let summary = self.run(image)?;
-        let features = self.collect(summary[0] as usize, image.width(), image.height());
+        self.extract_frame(&image.as_raw())
+    }
+
+    /// Uploads the frame as it arrived and converts it to grey on the GPU, bit for bit
+    /// as `GrayImage::from_raw` does on the CPU, into the image the scale space starts
+    /// from.
+    fn extract_frame(&mut self, frame: &RawFrame<'_>) -> Result<Features> {
+        let layout = FrameLayout::of(frame)?;
+        let summary = self.run(frame, layout)?;
+        let features = self.collect(summary[0] as usize, layout.width, layout.height);
         if let (Some(consecutive), Some(plan)) = (self.consecutive.as_mut(), self.plan.as_ref()) {
             self.consecutive_matches = consecutive.next(plan.descriptors.ptr, features.len())?;
         }

@@ -12,8 +12,11 @@ use crate::cuda::abi::{
     SOURCE_FRAME, SOURCE_FRAME_UPSAMPLED, SOURCE_PLANE, SOURCE_PLANE_HALVED, STEP_RADIUS,
     SUMMARY_WORDS, TILE_H, TILE_W,
 };
+use crate::cuda::free_memory::check_free_memory;
+use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::sift::steps::{chained_steps, octave_steps, Step};
+use crate::cuda::upload::FrameUpload;
 use crate::error::{ConfigError, Error, ImageError, Result};
 use crate::spec::scale_space::{base_blur_sigma, gaussian_kernel, layer_sigmas, octave_count};
 use crate::spec::sift_descriptor;
@@ -275,7 +278,10 @@ pub struct Plan {
     pub jobs: DeviceBuffer,
     pub small_jobs: DeviceBuffer,
     pub taps: DeviceBuffer,
-    pub frame: Staged,
+    /// The frame as it arrived, in any encoding: made again when its layout changes.
+    pub input: FrameUpload,
+    /// The frame in grey, packed (`image_to_gray`): what the scale space starts from.
+    pub gray: DeviceBuffer,
     pub pyramid: DeviceBuffer,
     /// One [`SiftCounters`], zeroed each frame.
     pub counters: DeviceBuffer,
@@ -294,21 +300,26 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan of frames of `layout`'s size, its upload buffer for frames of `layout`;
+    /// refused before anything is allocated when it would not fit the GPU's free memory.
     pub fn new(
         ctx: &Arc<CudaContext>,
         config: &SiftConfig,
         taps: &Taps,
-        width: usize,
-        height: usize,
+        layout: FrameLayout,
         unified: bool,
         limits: DeviceLimits,
     ) -> Result<Self> {
+        let (width, height) = (layout.width, layout.height);
+        let geometry = Geometry::new(config, taps, width, height, limits)?;
+        let bytes = PlanBytes::of(config, taps, &geometry, width, height);
+        ctx.bind_to_thread()?;
+        check_free_memory("CUDA SIFT", width, height, bytes.needed(&layout))?;
         let Geometry {
             octaves,
             floats,
             schedule,
-        } = Geometry::new(config, taps, width, height, limits)?;
-        let input_pixels = width * height;
+        } = geometry;
         let (candidate_capacity, keypoint_capacity, output_capacity) =
             capacities(width, height, config);
         let buffer = |bytes: usize| DeviceBuffer::new(ctx, bytes);
@@ -328,7 +339,8 @@ impl Plan {
             jobs: DeviceBuffer::from_slice(ctx, &schedule.jobs)?,
             small_jobs: DeviceBuffer::from_slice(ctx, &schedule.small_jobs)?,
             taps: DeviceBuffer::from_slice(ctx, &taps.values)?,
-            frame: staged(input_pixels)?,
+            input: FrameUpload::new(ctx, layout, unified)?,
+            gray: buffer(width * height)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
             counters: buffer(size_of::<SiftCounters>())?,
             candidates: several(|| words(cand))?,
@@ -372,13 +384,15 @@ fn capacities(width: usize, height: usize, config: &SiftConfig) -> (usize, usize
 pub struct PlanBytes {
     /// The Gaussian and DoG planes of every octave (device).
     pub scale_space: usize,
-    /// Candidate, extremum, keypoint and ranking buffers and counters (device).
+    /// The frame in grey, candidate, extremum, keypoint and ranking buffers and
+    /// counters (device).
     pub work: usize,
     /// Octave, job and tap tables (device).
     pub tables: usize,
-    /// Buffers that cross to the host (frame, summary, outputs, descriptors): in device
-    /// memory mode each is a device buffer and as much pinned host memory; in unified
-    /// mode, mapped pinned host memory only.
+    /// Buffers that cross to the host (the frame as it arrives, counted as a packed
+    /// mono8 frame; summary, outputs, descriptors): in device memory mode each is a
+    /// device buffer and as much pinned host memory; in unified mode, mapped pinned
+    /// host memory only.
     pub staged: usize,
 }
 
@@ -390,18 +404,30 @@ impl PlanBytes {
         limits: DeviceLimits,
     ) -> Result<Self> {
         let taps = &Taps::new(config)?;
+        let geometry = Geometry::new(config, taps, width, height, limits)?;
+        Ok(Self::of(config, taps, &geometry, width, height))
+    }
+
+    fn of(
+        config: &SiftConfig,
+        taps: &Taps,
+        geometry: &Geometry,
+        width: usize,
+        height: usize,
+    ) -> Self {
         let Geometry {
             octaves,
             floats,
             schedule,
-        } = Geometry::new(config, taps, width, height, limits)?;
+        } = geometry;
         let (candidates, keypoints, outputs) = capacities(width, height, config);
         let word = size_of::<u32>();
-        Ok(Self {
-            scale_space: floats.max(1) * size_of::<f32>(),
-            // counters; candidates (3 arrays); extrema (7), keypoints (6), ranks (3),
-            // duplicates; out_octave_layer.
-            work: size_of::<SiftCounters>()
+        Self {
+            scale_space: (*floats).max(1) * size_of::<f32>(),
+            // the grey frame; counters; candidates (3 arrays); extrema (7), keypoints
+            // (6), ranks (3), duplicates; out_octave_layer.
+            work: width * height
+                + size_of::<SiftCounters>()
                 + (3 * candidates + (7 + 6 + 3 + 1) * keypoints + outputs) * word,
             tables: octaves.len() * size_of::<SiftOctave>()
                 + schedule.jobs.len() * size_of::<LevelsJob>()
@@ -411,7 +437,16 @@ impl PlanBytes {
                 + SUMMARY_WORDS * word
                 + 6 * outputs * word
                 + outputs * DESCRIPTOR_BYTES,
-        })
+        }
+    }
+
+    /// Device bytes the plan needs for frames of `layout` (checked against the GPU's
+    /// free memory): all of them in either memory mode (mapped host memory is the
+    /// device's own on an integrated GPU), the frame slot as large as the layout needs.
+    pub(crate) fn needed(&self, layout: &FrameLayout) -> usize {
+        let packed = layout.width * layout.height;
+        self.scale_space + self.work + self.tables + self.staged - packed
+            + layout.upload_bytes().max(packed)
     }
 }
 
@@ -768,6 +803,7 @@ fn small_octave_jobs(
 mod tests {
     use super::*;
     use crate::cpu::sift::pyramid::{ScaleSpace, Upscale};
+    use crate::image::Encoding;
     use crate::image::GrayImage;
 
     #[test]
@@ -1083,7 +1119,7 @@ mod tests {
         };
         (
             4 * (2 * layers - 1) * planes,
-            4 * (6 + 3 * c + 17 * k + o),
+            width * height + 4 * (6 + 3 * c + 17 * k + o),
             width * height + 20 + 152 * o,
         )
     }
@@ -1118,7 +1154,32 @@ mod tests {
         let bytes = PlanBytes::new(&SiftConfig::default(), 1920, 1080, limits).unwrap();
         assert_eq!(
             (bytes.scale_space, bytes.work, bytes.staged),
-            (486_598_112, 29_548_824, 11_923_220)
+            (486_598_112, 31_622_424, 11_923_220)
+        );
+    }
+
+    #[test]
+    fn the_memory_check_counts_the_whole_plan_with_the_frame_slot_of_its_layout() {
+        let limits = DeviceLimits {
+            sms: 132,
+            shared_per_block: 227 * 1024,
+        };
+        let (width, height) = (1920, 1080);
+        let bytes = PlanBytes::new(&SiftConfig::default(), width, height, limits).unwrap();
+        let total = bytes.scale_space + bytes.work + bytes.tables + bytes.staged;
+        let layout = |encoding: Encoding, step| FrameLayout {
+            encoding,
+            big_endian: false,
+            width,
+            height,
+            step,
+        };
+        assert_eq!(bytes.needed(&layout(Encoding::Mono8, width)), total);
+        // bgr8 rows padded to 5776 bytes: the upload holds every row but the last's padding.
+        let bgr = layout(Encoding::Bgr8, 5776);
+        assert_eq!(
+            bytes.needed(&bgr),
+            total - width * height + 5776 * (height - 1) + 3 * width
         );
     }
 }

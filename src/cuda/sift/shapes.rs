@@ -12,6 +12,7 @@ use crate::cuda::abi::{
     ORIENTATION_BINS, RANK_TILE, SMALL_THREADS,
 };
 use crate::cuda::gpu::Gpu;
+use crate::cuda::gray::GrayKernel;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{DeviceLimits, JobLaunch, BLUR_KERNEL_RADII, STEP_KERNEL_RADII};
 use crate::error::Result;
@@ -101,6 +102,8 @@ fn window_for(radii: &[usize], launch: &JobLaunch) -> usize {
 
 /// Every kernel of the pipeline.
 pub struct Kernels {
+    /// `image_to_gray`: the frame as it arrived to the grey image octave 0 reads.
+    pub gray: GrayKernel,
     /// `sift_blur_dog_r8`, `_r16`, `_r32`: a level from the level below, for radii up to
     /// 8, 16, 32.
     pub blur_dog: [Launch; 3],
@@ -181,6 +184,7 @@ impl Kernels {
             })
         };
         Ok(Self {
+            gray: GrayKernel::load(gpu)?,
             blur_dog: [
                 fixed(
                     "sift_pyramid",

@@ -1,0 +1,93 @@
+//! A frame on its way to the GPU as it arrived, in any camera encoding: a buffer sized
+//! by the frame's layout ([`FrameLayout::upload_bytes`]), the copy of the frame into
+//! its pinned host side, and its upload. The frame's first kernel ([`GrayKernel`])
+//! reads it and writes the grey image the extractor works on.
+//!
+//! [`GrayKernel`]: crate::cuda::gray::GrayKernel
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaContext, CudaStream};
+
+use crate::cuda::gray::FrameLayout;
+use crate::cuda::memory::Staged;
+use crate::error::{Error, ImageError, Result};
+use crate::image::RawFrame;
+
+/// The least a thread copies into pinned memory: below it, waking a thread costs
+/// more than it saves.
+const MIN_COPY_CHUNK: usize = 64 * 1024;
+
+/// The upload buffer of frames of one layout: mapped host memory the kernels read in
+/// place (`unified`), or pinned host memory and a device buffer (`device`).
+pub struct FrameUpload {
+    buffer: Staged,
+    layout: FrameLayout,
+}
+
+impl FrameUpload {
+    pub fn new(ctx: &Arc<CudaContext>, layout: FrameLayout, unified: bool) -> Result<Self> {
+        Ok(Self {
+            buffer: Staged::new(ctx, layout.upload_bytes(), unified)?,
+            layout,
+        })
+    }
+
+    /// The layout of the frames this buffer takes.
+    pub fn layout(&self) -> &FrameLayout {
+        &self.layout
+    }
+
+    /// Where the kernels read the frame.
+    pub fn ptr(&self) -> CUdeviceptr {
+        self.buffer.ptr
+    }
+
+    /// Copies the bytes of `frame` that hold its grey values into the pinned host side,
+    /// split evenly over the threads: it is on every frame's critical path, and a
+    /// single core does not reach the memory bandwidth.
+    pub fn copy(&mut self, frame: &RawFrame<'_>) -> Result<()> {
+        use rayon::prelude::*;
+        let bytes = self.layout.upload_bytes();
+        let l = &self.layout;
+        let fits = (
+            frame.encoding,
+            frame.big_endian,
+            frame.width,
+            frame.height,
+            frame.step,
+        ) == (l.encoding, l.big_endian, l.width, l.height, l.step)
+            && frame.data.len() >= bytes;
+        if !fits {
+            return Err(Error::Image(ImageError::Invalid(format!(
+                "a {}x{} {} frame of step {} does not fit the upload buffer of {}x{} {} frames of step {}",
+                frame.width,
+                frame.height,
+                frame.encoding.name(),
+                frame.step,
+                l.width,
+                l.height,
+                l.encoding.name(),
+                l.step
+            ))));
+        }
+        let (to, from) = (
+            &mut self.buffer.host.as_mut_slice()[..bytes],
+            &frame.data[..bytes],
+        );
+        let pieces = rayon::current_num_threads()
+            .min(bytes / MIN_COPY_CHUNK)
+            .max(1);
+        let chunk = bytes.div_ceil(pieces);
+        to.par_chunks_mut(chunk)
+            .zip(from.par_chunks(chunk))
+            .for_each(|(to, from)| to.copy_from_slice(from));
+        Ok(())
+    }
+
+    /// Queues the upload of the copied frame on `stream` (nothing to do when mapped).
+    pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
+        self.buffer.upload_async(stream)
+    }
+}

@@ -55,6 +55,23 @@ impl FrameLayout {
         Ok(layout)
     }
 
+    /// The layout of a little-endian frame with rows `step` bytes apart.
+    #[cfg(test)]
+    pub fn with_step(encoding: Encoding, width: usize, height: usize, step: usize) -> Self {
+        Self {
+            encoding,
+            big_endian: false,
+            width,
+            height,
+            step,
+        }
+    }
+
+    /// Whether the frame is already the packed 8-bit grey image the kernels read.
+    pub fn is_packed_grey(&self) -> bool {
+        self.encoding == Encoding::Mono8 && self.step == self.width
+    }
+
     /// The bytes of a frame that hold its grey values: its rows up to the last pixel.
     /// The chroma plane of planar encodings is never uploaded.
     pub fn upload_bytes(&self) -> usize {

@@ -452,13 +452,7 @@ mod tests {
     fn the_memory_check_counts_the_whole_plan_with_the_frame_slot_of_its_layout() {
         let (width, height) = (1920, 1080);
         let bytes = OrbPlanBytes::new(&OrbConfig::default(), width, height).unwrap();
-        let layout = |encoding: Encoding, step| FrameLayout {
-            encoding,
-            big_endian: false,
-            width,
-            height,
-            step,
-        };
+        let layout = |encoding, step| FrameLayout::with_step(encoding, width, height, step);
         let total = bytes.device + bytes.staged;
         assert_eq!(bytes.needed(&layout(Encoding::Mono8, width)), total);
         // uyvy, 2 bytes a pixel, packed: twice the packed mono8 slot.

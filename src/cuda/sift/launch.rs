@@ -181,13 +181,19 @@ pub fn enqueue(
     let (pyramid, octaves) = (plan.pyramid.ptr, plan.octave_table.ptr);
     let job_table = |first: usize| plan.jobs.ptr + (first * size_of::<LevelsJob>()) as u64;
 
-    // SAFETY: the plan's input holds its layout's upload bytes (`FrameUpload::new`),
-    // and its grey buffer width x height bytes, the plan's size: the frame's first
-    // kernel writes the grey image the scale space starts from.
-    unsafe {
-        k.gray
-            .enqueue(stream, plan.input.layout(), plan.input.ptr(), plan.gray.ptr)?;
-    }
+    // The grey image the scale space starts from: a packed mono8 frame as uploaded,
+    // any other converted by the frame's first kernel.
+    let frame = if plan.input.layout().is_packed_grey() {
+        plan.input.ptr()
+    } else {
+        // SAFETY: the plan's input holds its layout's upload bytes (`FrameUpload::new`),
+        // and its grey buffer width x height bytes, the plan's size.
+        unsafe {
+            k.gray
+                .enqueue(stream, plan.input.layout(), plan.input.ptr(), plan.gray.ptr)?;
+        }
+        plan.gray.ptr
+    };
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
         result::memset_d8_async(counters, 0, plan.counters.bytes, stream.cu_stream())?;
@@ -200,7 +206,7 @@ pub fn enqueue(
         for (s, stage) in plan.stages.iter().enumerate() {
             let params = |launch: &JobLaunch, max_radius: usize| SiftTiledParams {
                 jobs: job_table(launch.first_job),
-                frame: plan.gray.ptr,
+                frame,
                 pyramid,
                 taps: plan.taps.ptr,
                 n_jobs: launch.n_jobs,

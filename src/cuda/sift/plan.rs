@@ -280,7 +280,8 @@ pub struct Plan {
     pub taps: DeviceBuffer,
     /// The frame as it arrived, in any encoding: made again when its layout changes.
     pub input: FrameUpload,
-    /// The frame in grey, packed (`image_to_gray`): what the scale space starts from.
+    /// The frame in grey, packed (`image_to_gray`): what the scale space starts from,
+    /// unless the frame arrived as packed mono8 (its upload is read then).
     pub gray: DeviceBuffer,
     pub pyramid: DeviceBuffer,
     /// One [`SiftCounters`], zeroed each frame.
@@ -1167,13 +1168,7 @@ mod tests {
         let (width, height) = (1920, 1080);
         let bytes = PlanBytes::new(&SiftConfig::default(), width, height, limits).unwrap();
         let total = bytes.scale_space + bytes.work + bytes.tables + bytes.staged;
-        let layout = |encoding: Encoding, step| FrameLayout {
-            encoding,
-            big_endian: false,
-            width,
-            height,
-            step,
-        };
+        let layout = |encoding, step| FrameLayout::with_step(encoding, width, height, step);
         assert_eq!(bytes.needed(&layout(Encoding::Mono8, width)), total);
         // bgr8 rows padded to 5776 bytes: the upload holds every row but the last's padding.
         let bgr = layout(Encoding::Bgr8, 5776);

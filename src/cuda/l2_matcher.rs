@@ -267,7 +267,9 @@ unsafe fn launch_merge(kernel: &Kernel, stream: &CudaStream, p: &L2MergeParams) 
 
 impl Scratch {
     /// The scratch in `slot` if it holds at least `partials` records, `n_train` train
-    /// slots and `n_query` results, else a new one put there.
+    /// slots and `n_query` results, else a new one put there, each buffer as large as
+    /// the old one's and this search's needs: searches of alternating shapes (a stereo
+    /// pair's two directions) settle on one scratch.
     fn at_least<'a>(
         slot: &'a mut Option<Scratch>,
         ctx: &Arc<CudaContext>,
@@ -275,19 +277,26 @@ impl Scratch {
         n_train: usize,
         n_query: usize,
     ) -> Result<&'a mut Scratch> {
-        let fits = |s: &Scratch| {
-            s.partial.bytes >= partials * PARTIAL_BYTES
-                && s.nearest_query.bytes >= n_train * size_of::<u64>()
-                && s.forward.host.bytes >= n_query * size_of::<Knn2>()
-        };
+        let mut bytes = [
+            partials * PARTIAL_BYTES,
+            n_train * size_of::<u64>(),
+            n_query * size_of::<Knn2>(),
+        ];
+        let held = |s: &Scratch| [s.partial.bytes, s.nearest_query.bytes, s.forward.host.bytes];
         let scratch = match slot.take() {
-            Some(scratch) if fits(&scratch) => scratch,
+            Some(scratch) if held(&scratch).iter().zip(&bytes).all(|(h, b)| h >= b) => scratch,
             old => {
+                if let Some(old) = &old {
+                    for (b, h) in bytes.iter_mut().zip(held(old)) {
+                        *b = (*b).max(h);
+                    }
+                }
                 drop(old);
+                let [partial, nearest_query, forward] = bytes;
                 Scratch {
-                    partial: DeviceBuffer::new(ctx, partials * PARTIAL_BYTES)?,
-                    nearest_query: DeviceBuffer::new(ctx, n_train * size_of::<u64>())?,
-                    forward: Staged::new(ctx, n_query * size_of::<Knn2>(), false)?,
+                    partial: DeviceBuffer::new(ctx, partial)?,
+                    nearest_query: DeviceBuffer::new(ctx, nearest_query)?,
+                    forward: Staged::new(ctx, forward, false)?,
                 }
             }
         };

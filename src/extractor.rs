@@ -41,18 +41,27 @@ pub trait Extractor: Send {
         Ok(None)
     }
 
-    /// Matches each frame against the frame extracted before it where the features
-    /// are computed (`None` stops), with `config`'s ratio test, cross-check and
-    /// distance limit, exactly as a [`Matcher`] would. `Ok(false)`: this backend does
-    /// not, and the caller matches consecutive frames with a [`Matcher`].
-    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+    /// Matches frames where their features are computed (`None` stops), with
+    /// `config`'s ratio test, cross-check and distance limit, exactly as a [`Matcher`]
+    /// would: each frame is matched with the features kept in one of two slots, then
+    /// its own are kept in a slot, as [`set_residency`](Self::set_residency) says.
+    /// Starting empties both slots. `Ok(false)`: this backend does not, and the caller
+    /// matches with a [`Matcher`].
+    fn match_resident(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
         let _ = config;
         Ok(false)
     }
 
-    /// After an extraction in consecutive mode: the frame's matches with the frame
-    /// before it (`Match::query` indexes this frame), `None` for the first frame.
-    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
+    /// How the frames submitted from now on are matched and kept while matching
+    /// resident features ([`Residency::PREVIOUS`] until set).
+    fn set_residency(&mut self, residency: Residency) {
+        let _ = residency;
+    }
+
+    /// After a frame's features came back while matching resident features: its
+    /// matches with the slot it was matched with (`Match::query` indexes the query
+    /// side its [`Residency`] names), `None` when that slot held nothing.
+    fn resident_matches(&mut self) -> Option<Vec<Match>> {
         None
     }
 
@@ -61,6 +70,56 @@ pub trait Extractor: Send {
 
     /// The device that runs it, e.g. the GPU's name or `"cpu (16 threads)"`.
     fn device_name(&self) -> String;
+}
+
+/// One of the two places where an extractor that matches resident features keeps a
+/// frame's features ([`Extractor::match_resident`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    First,
+    Second,
+}
+
+impl Slot {
+    pub fn index(self) -> usize {
+        match self {
+            Slot::First => 0,
+            Slot::Second => 1,
+        }
+    }
+}
+
+/// What an extractor matching resident features does with one frame's features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Residency {
+    /// The slot the frame is matched with: the features last kept there.
+    pub match_with: Slot,
+    /// `true`: the frame is the query of its matches; `false`: the slot's features are
+    /// the query and the frame is the train set.
+    pub frame_is_query: bool,
+    /// The slot the frame's features are kept in once matched, replacing what it held.
+    pub keep_as: Slot,
+}
+
+impl Residency {
+    /// Temporal matching: each frame, the query, against the frame before it.
+    pub const PREVIOUS: Self = Self {
+        match_with: Slot::First,
+        frame_is_query: true,
+        keep_as: Slot::First,
+    };
+    /// Stereo matching, a left frame: the query, against the latest right frame.
+    pub const LEFT: Self = Self {
+        match_with: Slot::Second,
+        frame_is_query: true,
+        keep_as: Slot::First,
+    };
+    /// Stereo matching, a right frame: the train set of the latest left frame.
+    pub const RIGHT: Self = Self {
+        match_with: Slot::First,
+        frame_is_query: false,
+        keep_as: Slot::Second,
+    };
 }
 
 /// Finds correspondences between two feature sets of the same descriptor kind.

@@ -33,6 +33,6 @@ pub use config::{Algorithm, Backend, Config, MatchConfig, OrbConfig, SiftConfig}
 pub use error::{
     CameraError, ConfigError, CudaError, Error, FeaturesError, ImageError, Result, TransportError,
 };
-pub use extractor::{Extractor, Matcher};
+pub use extractor::{Extractor, Matcher, Residency, Slot};
 pub use image::{Encoding, GrayImage, RawFrame};
 pub use types::{DescriptorKind, Descriptors, Features, Keypoints, Match};

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Backend, MatchMode, NodeConfig};
 use crate::draw;
 use crate::error::Result;
-use crate::extractor::{Extractor, Matcher};
+use crate::extractor::{Extractor, Matcher, Residency};
 use crate::msgs::{self, DiagnosticArray, Header, Image};
 use crate::types::{Features, Match};
 use checked::{CheckedPixels, Submitted};
@@ -84,8 +84,8 @@ pub struct Node {
     applied: u64,
     extractor: Box<dyn Extractor>,
     matcher: Box<dyn Matcher>,
-    /// Temporal matching runs in the extractor (on the GPU, beside the previous
-    /// frame's descriptors) rather than in `matcher`.
+    /// Temporal and stereo matching run in the extractor (on the GPU, beside the
+    /// previous frame's or the other camera's descriptors) rather than in `matcher`.
     extractor_matches: bool,
     previous: Option<Extracted>,
     /// Frames handed to the extractor whose features have not come back yet, oldest
@@ -128,20 +128,21 @@ impl Node {
             rejections: Throttle::new(Duration::from_secs(2)),
             failures: Throttle::new(Duration::from_secs(2)),
         };
-        node.place_temporal_matching();
+        node.place_matching();
         node
     }
 
-    /// Temporal matching goes to the extractor where it can match consecutive frames
-    /// itself (the GPU keeps the previous frame's descriptors), else to the matcher.
-    fn place_temporal_matching(&mut self) {
-        let temporal = self.config.matching.mode == MatchMode::Temporal;
-        let wanted = temporal.then_some(&self.config.library.matching);
-        self.extractor_matches = match self.extractor.match_consecutive_frames(wanted) {
+    /// Matching goes to the extractor where it can match frames with features it
+    /// keeps (the GPU keeps the previous frame's, or each camera's latest), else to
+    /// the matcher. Placing it again empties what the extractor kept.
+    fn place_matching(&mut self) {
+        let matching = self.config.matching.mode != MatchMode::None;
+        let wanted = matching.then_some(&self.config.library.matching);
+        self.extractor_matches = match self.extractor.match_resident(wanted) {
             Ok(accepted) => accepted,
             Err(err) => {
                 self.failures.warn(&format!(
-                    "temporal matching in the extractor unavailable, using the matcher: {}",
+                    "matching in the extractor unavailable, using the matcher: {}",
                     err.one_line()
                 ));
                 false
@@ -273,9 +274,9 @@ impl Node {
         log::info!("parameters changed: applied from this frame on");
         self.config = config;
         // Only a new extractor or new matching settings restart the extractor's
-        // consecutive matching (the next frame then has no Matches).
+        // matching (the next temporal frame then has no Matches).
         if extraction_changed || matching_changed {
-            self.place_temporal_matching();
+            self.place_matching();
         }
     }
 
@@ -339,6 +340,10 @@ impl Node {
         received: Instant,
         outputs: &dyn Outputs,
     ) {
+        if self.extractor_matches {
+            let residency = residency(self.config.matching.mode, camera);
+            self.extractor.set_residency(residency);
+        }
         let submitted = pixels.submit(self.extractor.as_mut());
         self.in_flight.push_back(Submitted {
             camera,
@@ -365,11 +370,15 @@ impl Node {
     }
 
     /// The frames in flight failed with `reason` (an extractor that fails loses them
-    /// all): each is counted.
+    /// all): each is counted. What the extractor kept for matching may be theirs,
+    /// which the node never saw: its matching starts again.
     fn lose_in_flight(&mut self, reason: &str) {
         self.failures.warn(&format!("extraction failed: {reason}"));
         for _ in self.in_flight.drain(..) {
             self.stats.failed();
+        }
+        if self.extractor_matches {
+            self.place_matching();
         }
     }
 
@@ -400,7 +409,7 @@ impl Node {
             (MatchMode::Temporal, _) => {
                 let previous = self.previous.take();
                 let matched = if self.extractor_matches {
-                    self.extractor.matches_with_previous().map(Ok)
+                    self.extractor.resident_matches().map(Ok)
                 } else {
                     previous.as_ref().map(|previous| {
                         self.matcher
@@ -416,13 +425,22 @@ impl Node {
                 self.previous = Some(current);
             }
             (MatchMode::Stereo, camera) => {
+                // The extractor matched this frame with the other camera's latest
+                // frame, the one a pair made now holds; taken with every frame, as
+                // they belong to this frame alone.
+                let resident = self.extractor.resident_matches();
                 let pair = if camera == Camera::Right {
                     self.stereo.offer_right(current)
                 } else {
                     self.stereo.offer_left(current)
                 };
                 if let Some((left, right)) = pair {
-                    let matches = self.matcher.match_features(&left.features, &right.features);
+                    // None: the extractor does not match, or restarted its matching
+                    // after the other frame.
+                    let matches = match resident {
+                        Some(matches) => Ok(matches),
+                        None => self.matcher.match_features(&left.features, &right.features),
+                    };
                     self.publish_matches(&left, &right, "stereo", matches, outputs);
                 }
             }
@@ -485,6 +503,17 @@ impl Node {
             self.failures
                 .warn(&format!("publishing failed: {}", err.one_line()));
         }
+    }
+}
+
+/// How an extractor that matches resident features matches and keeps a frame of
+/// `camera`: in temporal mode each frame against the previous one; in stereo the left
+/// frame is the query, whichever of a pair comes first.
+fn residency(mode: MatchMode, camera: Camera) -> Residency {
+    match (mode, camera) {
+        (MatchMode::Stereo, Camera::Right) => Residency::RIGHT,
+        (MatchMode::Stereo, _) => Residency::LEFT,
+        _ => Residency::PREVIOUS,
     }
 }
 

@@ -582,3 +582,186 @@ fn compressed_frames_are_decoded_as_files_are_and_bad_ones_rejected_with_the_rea
     assert_eq!(node.rejected_frames(), 3);
     assert_eq!(out.features.borrow().len(), 2);
 }
+
+/// Matches keypoint i to keypoint i at a distance that names both frames by their
+/// widths (`1000 x query width + train width`), so a test can tell which frames were
+/// matched.
+fn width_matches(query: &Features, train: &Features) -> Vec<Match> {
+    let distance = (1000 * query.width + train.width) as f32;
+    (0..query.len().min(train.len()) as u32)
+        .map(|i| Match {
+            query: i,
+            train: i,
+            distance,
+        })
+        .collect()
+}
+
+struct WidthMatcher;
+
+impl Matcher for WidthMatcher {
+    fn match_features(&mut self, query: &Features, train: &Features) -> Result<Vec<Match>> {
+        Ok(width_matches(query, train))
+    }
+}
+
+/// A matcher the node must not need.
+struct NoMatcher;
+
+impl Matcher for NoMatcher {
+    fn match_features(&mut self, _: &Features, _: &Features) -> Result<Vec<Match>> {
+        Err(crate::Error::Image(crate::error::ImageError::Invalid(
+            "the extractor matches".into(),
+        )))
+    }
+}
+
+/// Matches resident features as the GPU does, on the host: two slots of features,
+/// matched with `width_matches`. A frame `fail_width` wide fails after it was kept,
+/// as a GPU frame whose kernels ran and whose features were lost.
+#[derive(Default)]
+struct HostResident {
+    slots: Option<[Option<Features>; 2]>,
+    residency: Option<Residency>,
+    matches: Option<Vec<Match>>,
+    fail_width: Option<usize>,
+}
+
+impl Extractor for HostResident {
+    fn extract(&mut self, image: &GrayImage) -> Result<Features> {
+        let features = ColumnExtractor.extract(image)?;
+        let residency = self.residency.unwrap_or(Residency::PREVIOUS);
+        if let Some(slots) = &mut self.slots {
+            self.matches = slots[residency.match_with.index()]
+                .as_ref()
+                .map(|kept| match residency.frame_is_query {
+                    true => width_matches(&features, kept),
+                    false => width_matches(kept, &features),
+                });
+            slots[residency.keep_as.index()] = Some(features.clone());
+        }
+        if Some(image.width()) == self.fail_width {
+            return Err(crate::Error::Cuda(crate::error::CudaError::Unavailable(
+                "the device went away".into(),
+            )));
+        }
+        Ok(features)
+    }
+    fn match_resident(&mut self, config: Option<&crate::MatchConfig>) -> Result<bool> {
+        self.slots = config.map(|_| [None, None]);
+        self.matches = None;
+        Ok(config.is_some())
+    }
+    fn set_residency(&mut self, residency: Residency) {
+        self.residency = Some(residency);
+    }
+    fn resident_matches(&mut self) -> Option<Vec<Match>> {
+        self.matches.take()
+    }
+    fn backend_name(&self) -> &'static str {
+        "test"
+    }
+    fn device_name(&self) -> String {
+        "resident test device".into()
+    }
+}
+
+fn stereo_node(extractor: Box<dyn Extractor>, matcher: Box<dyn Matcher>) -> Node {
+    let mut config = NodeConfig::default();
+    config.matching.mode = MatchMode::Stereo;
+    config.library.max_image_pixels = 64 * 64;
+    Node::with_backends("test_node", config, extractor, matcher)
+}
+
+/// A stamp as (sec, nanosec).
+type Stamp = (i32, u32);
+
+/// (query stamp, train stamp, distances) of each published Matches.
+fn matched(out: &Recorder) -> Vec<(Stamp, Stamp, Vec<f32>)> {
+    out.matches
+        .borrow()
+        .iter()
+        .map(|m| {
+            let stamp = |h: &Header| (h.stamp.sec, h.stamp.nanosec);
+            (stamp(&m.header), stamp(&m.train_header), m.distance.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn stereo_matches_made_in_the_extractor_are_the_matchers_whichever_camera_comes_first() {
+    // (camera, sec, ms, width): the left frame first, then the right first, a frame
+    // outside the tolerance that a later one replaces, a right frame after its left
+    // was paired, and two lefts in a row.
+    let script = [
+        (Camera::Left, 1, 0, 16),
+        (Camera::Right, 1, 2, 24),
+        (Camera::Right, 2, 0, 32),
+        (Camera::Left, 2, 3, 40),
+        (Camera::Left, 3, 0, 48),
+        (Camera::Right, 3, 9, 56),
+        (Camera::Left, 3, 8, 64),
+        (Camera::Right, 4, 0, 72),
+        (Camera::Left, 5, 0, 80),
+        (Camera::Left, 6, 0, 88),
+        (Camera::Right, 6, 1, 96),
+    ];
+    let feed = |node: &mut Node| {
+        let out = Recorder::default();
+        for (camera, sec, ms, width) in script {
+            node.handle(frame(camera, sec, ms * 1_000_000, width), &out);
+        }
+        matched(&out)
+    };
+    let expected = feed(&mut stereo_node(
+        Box::new(ColumnExtractor),
+        Box::new(WidthMatcher),
+    ));
+    let got = feed(&mut stereo_node(
+        Box::new(HostResident::default()),
+        Box::new(NoMatcher),
+    ));
+    assert_eq!(got, expected);
+    let pairs: Vec<_> = expected
+        .iter()
+        .map(|(left, right, distances)| (*left, *right, distances[0]))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ((1, 0), (1, 2_000_000), 16_024.0),
+            ((2, 3_000_000), (2, 0), 40_032.0),
+            ((3, 8_000_000), (3, 9_000_000), 64_056.0),
+            ((6, 0), (6, 1_000_000), 88_096.0),
+        ]
+    );
+}
+
+#[test]
+fn a_lost_frame_restarts_the_extractors_matching_and_its_pair_is_matched_by_the_matcher() {
+    let extractor = HostResident {
+        fail_width: Some(24),
+        ..HostResident::default()
+    };
+    let mut node = stereo_node(Box::new(extractor), Box::new(WidthMatcher));
+    let out = Recorder::default();
+    node.handle(frame(Camera::Left, 1, 0, 16), &out);
+    // Kept as the latest left frame by the extractor, then lost.
+    node.handle(frame(Camera::Left, 1, 1_000_000, 24), &out);
+    node.handle(frame(Camera::Right, 1, 2_000_000, 32), &out);
+    node.handle(frame(Camera::Left, 2, 0, 40), &out);
+    node.handle(frame(Camera::Right, 2, 0, 48), &out);
+    let pairs: Vec<_> = matched(&out)
+        .into_iter()
+        .map(|(left, right, distances)| (left, right, distances[0]))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            // The frame lost is not what the left frame of the pair is matched with.
+            ((1, 0), (1, 2_000_000), 16_032.0),
+            ((2, 0), (2, 0), 40_048.0),
+        ]
+    );
+    assert_eq!(node.diagnostics(0, None).value("frames_failed"), Some("1"));
+}

@@ -86,29 +86,38 @@ impl CudaOrbExtractor {
             );
         }
         let data = out.descriptors.host.as_slice()[..total * DESCRIPTOR_BYTES].to_vec();
-        self.last_matches = if self.fused.train().is_some() {
+        // The frame collected is the one queued last.
+        let residency = self.queued;
+        let slot_len = match &self.fused {
+            Fused::Resident(sets) => sets.lens[residency.match_with.index()],
+            _ => None,
+        };
+        // Where the frame is the train set of resident matching, the queries are the
+        // slot's keypoints.
+        let (queries, trains) = match (&self.fused, residency.frame_is_query) {
+            (Fused::Resident(_), false) => (slot_len.unwrap_or(0), total),
+            _ => (total, slot_len.unwrap_or(0)),
+        };
+        self.last_matches = if matches!(self.fused, Fused::None) {
+            Vec::new()
+        } else {
             let m = words(out.matches.host.as_slice());
-            (0..total)
+            (0..queries)
                 .map(|i| Knn2 {
                     best_index: m[3 * i] as i32,
                     best: m[3 * i + 1] as i32,
                     second: m[3 * i + 2] as i32,
                 })
                 .collect()
-        } else {
-            Vec::new()
         };
-        if let Fused::Consecutive {
-            previous_len,
-            config,
-            ..
-        } = &mut self.fused
-        {
+        if let Fused::Resident(sets) = &mut self.fused {
             // Hamming distances are reported as they are.
-            self.consecutive_matches = previous_len.map(|previous| {
-                accept_all(config, &self.last_matches, previous > 1, |raw| raw as f32)
+            self.resident_matches = slot_len.map(|_| {
+                accept_all(&sets.config, &self.last_matches, trains > 1, |raw| {
+                    raw as f32
+                })
             });
-            *previous_len = Some(total);
+            sets.lens[residency.keep_as.index()] = Some(total);
         }
         Ok(Features {
             width,

@@ -15,10 +15,12 @@ use crate::cuda::abi::orb_params::{
     OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams, OrbRecordSet,
     OrbSelectCandidatesParams,
 };
+use crate::cuda::abi::Knn2;
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
 use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAPS};
-use crate::cuda::orb::{CudaOrbExtractor, Fused, Train};
+use crate::cuda::orb::{CudaOrbExtractor, Fused, ResidentSets};
 use crate::error::Result;
+use crate::extractor::Residency;
 
 /// The typed launches. Each is unsafe for one reason: the kernel reads and writes the
 /// device memory its pointers name, as far as the sizes and tables beside them say.
@@ -148,8 +150,13 @@ impl Kernels {
 
 impl CudaOrbExtractor {
     /// Queues the per-frame kernels (everything between upload and downloads),
-    /// reading the frame of `input`.
-    pub(super) fn enqueue(&self, plan: &Plan, input: &FrameInput) -> Result<()> {
+    /// reading the frame of `input`, matched and kept as `residency` says.
+    pub(super) fn enqueue(
+        &self,
+        plan: &Plan,
+        input: &FrameInput,
+        residency: Residency,
+    ) -> Result<()> {
         let c = &self.config;
         let k = &self.kernels;
         let shapes = &plan.shapes;
@@ -182,7 +189,7 @@ impl CudaOrbExtractor {
             threshold: min_fast_threshold,
             padding: 0,
         };
-        let train = self.fused.train();
+        let train = self.fused.train(residency);
         // SAFETY (every launch below): every pointer is a live buffer of this plan, or a
         // table uploaded with the extractor, sized for the level table and capacity
         // the plan was built with; the train set holds `train_count` descriptors. The
@@ -305,62 +312,82 @@ impl CudaOrbExtractor {
                 },
             )?;
         }
-        if let Fused::Consecutive {
-            previous, config, ..
-        } = &self.fused
-        {
-            self.enqueue_consecutive(plan, previous, config.cross_check)?;
+        if let Fused::Resident(sets) = &self.fused {
+            self.enqueue_resident(plan, sets, residency)?;
         }
         Ok(())
     }
 
-    /// After the fused forward search of consecutive matching: the cross-check (the
-    /// previous frame's own best matches among this frame's keypoints), then this
-    /// frame's descriptors and count become the previous frame's for the next one.
-    /// Sized for `n_features` keypoints on both sides, the counts read on the GPU.
-    fn enqueue_consecutive(&self, plan: &Plan, previous: &Train, cross_check: bool) -> Result<()> {
+    /// After the fused forward search (this frame against the slot it is matched
+    /// with): the slot's own search among this frame's keypoints, which is the
+    /// cross-check's backward search or, where this frame is the train set, the
+    /// matches themselves (copied where the forward ones are downloaded from); the
+    /// cross-check; then this frame's descriptors and count go into the slot it is
+    /// kept in. Sized for `n_features` keypoints on both sides, the counts read on the
+    /// GPU.
+    fn enqueue_resident(
+        &self,
+        plan: &Plan,
+        sets: &ResidentSets,
+        residency: Residency,
+    ) -> Result<()> {
         let k = &self.kernels;
         let stream = &self.gpu.stream;
         let count = plan.kept_total();
         let descriptors = plan.outputs.descriptors.ptr;
-        // SAFETY: `previous` and the plan's descriptors hold `capacity` descriptors,
+        let forward = plan.outputs.matches.ptr;
+        let cross_check = sets.config.cross_check;
+        let slot = &sets.slots[residency.match_with.index()];
+        let kept = &sets.slots[residency.keep_as.index()];
+        let knn2_bytes = plan.capacity * size_of::<Knn2>();
+        // SAFETY: the slots and the plan's descriptors hold `capacity` descriptors,
         // `matches` and `backward` `capacity` Knn2, and both counts are at most
         // `capacity`; the copies stay within those sizes.
         unsafe {
-            if cross_check {
+            if cross_check || !residency.frame_is_query {
                 k.knn2_counted(
                     stream,
                     plan.shapes.knn2,
                     &HammingKnn2CountedParams {
-                        query: previous.buffer.ptr,
-                        n_query: previous.count.ptr,
+                        query: slot.buffer.ptr,
+                        n_query: slot.count.ptr,
                         train: descriptors,
                         n_train: count,
                         out: plan.backward.ptr,
                     },
                 )?;
-                k.cross_check_counted(
-                    stream,
-                    plan.shapes.cross_check,
-                    &CrossCheckCountedParams {
-                        forward: plan.outputs.matches.ptr,
+            }
+            if cross_check {
+                let check = if residency.frame_is_query {
+                    CrossCheckCountedParams {
+                        forward,
                         n_query: count,
                         backward: plan.backward.ptr,
-                    },
+                    }
+                } else {
+                    CrossCheckCountedParams {
+                        forward: plan.backward.ptr,
+                        n_query: slot.count.ptr,
+                        backward: forward,
+                    }
+                };
+                k.cross_check_counted(stream, plan.shapes.cross_check, &check)?;
+            }
+            if !residency.frame_is_query {
+                result::memcpy_dtod_async(
+                    forward,
+                    plan.backward.ptr,
+                    knn2_bytes,
+                    stream.cu_stream(),
                 )?;
             }
             result::memcpy_dtod_async(
-                previous.buffer.ptr,
+                kept.buffer.ptr,
                 descriptors,
                 plan.capacity * DESCRIPTOR_BYTES,
                 stream.cu_stream(),
             )?;
-            result::memcpy_dtod_async(
-                previous.count.ptr,
-                count,
-                size_of::<u32>(),
-                stream.cu_stream(),
-            )?;
+            result::memcpy_dtod_async(kept.count.ptr, count, size_of::<u32>(), stream.cu_stream())?;
         }
         Ok(())
     }

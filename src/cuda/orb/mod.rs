@@ -21,7 +21,7 @@ use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::DeviceBuffer;
 use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::error::{ConfigError, CudaError, Error, ImageError, Result};
-use crate::extractor::{check_same_kind, Extractor};
+use crate::extractor::{check_same_kind, Extractor, Residency};
 use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::PATTERN;
 use crate::spec::fast_arc::arc_table;
@@ -37,7 +37,7 @@ mod shapes;
 pub use crate::cuda::abi::Knn2;
 use pipeline::Overlap;
 pub use plan::OrbPlanBytes;
-use plan::{to_i32, FrameInput, Plan, DESCRIPTOR_BYTES};
+use plan::{to_i32, Plan, DESCRIPTOR_BYTES};
 use shapes::Kernels;
 
 /// Tables that do not depend on the image size.
@@ -54,29 +54,35 @@ struct Train {
     count: DeviceBuffer,
 }
 
+/// Frames' descriptors kept on the GPU for the frames after them
+/// (`match_resident_sets`): each frame is matched with one slot, then its descriptors
+/// and count are copied into one.
+struct ResidentSets {
+    slots: [Train; 2],
+    /// Keypoints kept in each slot; `None` while it is empty.
+    lens: [Option<usize>; 2],
+    config: MatchConfig,
+}
+
 /// What each frame is matched against while it is described.
 enum Fused {
     None,
     /// A set given once (`set_train`).
     Fixed(Train),
-    /// The frame described before (`match_consecutive_frames`): after matching, each
-    /// frame's descriptors and count are copied into `previous` on the GPU.
-    Consecutive {
-        previous: Train,
-        /// Keypoints of the previous frame; `None` before the first frame.
-        previous_len: Option<usize>,
-        config: MatchConfig,
-    },
+    /// Earlier frames' descriptors, in the slots a frame's [`Residency`] names.
+    Resident(ResidentSets),
 }
 
 impl Fused {
-    fn train(&self) -> Option<&Train> {
+    /// The set a frame kept and matched as `residency` says is matched against while
+    /// it is described: its forward search, which the frame as train set needs only
+    /// for the cross-check.
+    fn train(&self, residency: Residency) -> Option<&Train> {
         match self {
             Fused::None => None,
-            Fused::Fixed(train)
-            | Fused::Consecutive {
-                previous: train, ..
-            } => Some(train),
+            Fused::Fixed(train) => Some(train),
+            Fused::Resident(sets) => (residency.frame_is_query || sets.config.cross_check)
+                .then(|| &sets.slots[residency.match_with.index()]),
         }
     }
 }
@@ -101,8 +107,13 @@ pub struct CudaOrbExtractor {
     fused: Fused,
     plan: Option<Plan>,
     last_matches: Vec<Knn2>,
-    /// The last frame's accepted matches with the frame before it (consecutive mode).
-    consecutive_matches: Option<Vec<Match>>,
+    /// How the frames submitted from now on are matched and kept (resident sets).
+    residency: Residency,
+    /// The residency of the frame whose kernels were queued last: the frame `collect`
+    /// reads next.
+    queued: Residency,
+    /// The last frame's accepted matches with its slot (resident sets).
+    resident_matches: Option<Vec<Match>>,
     clock: FrameClock,
     /// Runs level 0's FAST beside the pyramid (`enqueue`).
     level0_branch: Branch,
@@ -147,7 +158,9 @@ impl CudaOrbExtractor {
             fused: Fused::None,
             plan: None,
             last_matches: Vec::new(),
-            consecutive_matches: None,
+            residency: Residency::PREVIOUS,
+            queued: Residency::PREVIOUS,
+            resident_matches: None,
             overlap: None,
         })
     }
@@ -181,35 +194,39 @@ impl CudaOrbExtractor {
         self.set_fused(fused)
     }
 
-    /// Matches each frame against the frame described before it, on the GPU: the
-    /// previous frame's descriptors stay there, the forward search runs while
-    /// describing, the cross-check (if `config` asks) right after, and the ratio test
-    /// and distance limit on the host, as the CPU matcher applies them. `None` stops it.
-    pub fn match_consecutive(&mut self, config: Option<&MatchConfig>) -> Result<()> {
+    /// Matches each frame, on the GPU, with descriptors of earlier frames kept there
+    /// in two slots, as [`Extractor::set_residency`] says: the frame's forward search
+    /// runs while describing, the slot's search and the cross-check (if `config` asks)
+    /// right after, and the ratio test and distance limit on the host, as the CPU
+    /// matcher applies them. `None` stops it.
+    pub fn match_resident_sets(&mut self, config: Option<&MatchConfig>) -> Result<()> {
         let fused = match config {
             None => Fused::None,
             Some(config) => {
                 let capacity = self.config.n_features as usize;
-                Fused::Consecutive {
-                    previous: Train {
+                let slot = || -> Result<Train> {
+                    Ok(Train {
                         buffer: DeviceBuffer::new(&self.gpu.ctx, capacity * DESCRIPTOR_BYTES)?,
                         count: DeviceBuffer::from_slice(&self.gpu.ctx, &[0u32])?,
-                    },
-                    previous_len: None,
+                    })
+                };
+                Fused::Resident(ResidentSets {
+                    slots: [slot()?, slot()?],
+                    lens: [None; 2],
                     config: config.clone(),
-                }
+                })
             }
         };
         self.set_fused(fused)
     }
 
     /// What later frames match against while they are described: the captured graphs
-    /// read the old train set, and the last consecutive matches belong to the old mode.
+    /// read the old train set, and the last resident matches belong to the old mode.
     fn set_fused(&mut self, fused: Fused) -> Result<()> {
         // A frame in flight may still read the set being replaced.
         self.gpu.stream.synchronize()?;
         self.plan_graph_reset();
-        self.consecutive_matches = None;
+        self.resident_matches = None;
         self.fused = fused;
         Ok(())
     }
@@ -248,7 +265,8 @@ impl CudaOrbExtractor {
             .collect())
     }
 
-    /// Best and second-best train match of each keypoint of the last frame (fused path).
+    /// Best and second-best train match of each query of the last frame's matching:
+    /// its keypoints, or with resident sets the slot's where the frame is the train set.
     pub fn last_matches(&self) -> &[Knn2] {
         &self.last_matches
     }
@@ -260,7 +278,7 @@ impl CudaOrbExtractor {
     fn plan_graph_reset(&mut self) {
         if let Some(plan) = &mut self.plan {
             for input in &mut plan.inputs {
-                input.graph = None;
+                input.graphs.clear();
             }
         }
     }
@@ -285,10 +303,11 @@ impl CudaOrbExtractor {
         Ok(())
     }
 
-    /// Runs the per-frame kernels on the frame of input `slot`: captured into that
-    /// slot's graph once per size and train set; plain launches (one log line) where
-    /// capture is refused.
+    /// Runs the per-frame kernels on the frame of input `slot`, matched and kept as
+    /// `self.queued` says: captured into that slot's graph for that residency once per
+    /// size and train set; plain launches (one log line) where capture is refused.
     fn run_frame_kernels(&mut self, slot: usize) -> Result<()> {
+        let residency = self.queued;
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
@@ -302,22 +321,26 @@ impl CudaOrbExtractor {
                 ),
             })
         })?;
-        if self.use_graph && input.graph.is_none() {
-            let captured = FrameGraph::capture(&self.gpu.stream, || self.enqueue(plan, input))?;
+        if self.use_graph && input.graph(residency).is_none() {
+            let captured =
+                FrameGraph::capture(&self.gpu.stream, || self.enqueue(plan, input, residency))?;
             self.use_graph = captured.is_some();
-            if let Some(input) = self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)) {
-                input.graph = captured;
+            if let (Some(input), Some(graph)) = (
+                self.plan.as_mut().and_then(|p| p.inputs.get_mut(slot)),
+                captured,
+            ) {
+                input.graphs.push((residency, graph));
             }
         }
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
-        match plan.inputs.get(slot) {
-            Some(FrameInput {
-                graph: Some(graph), ..
-            }) => graph.launch(),
-            Some(input) => self.enqueue(plan, input),
-            None => Ok(()),
+        let Some(input) = plan.inputs.get(slot) else {
+            return Ok(());
+        };
+        match input.graph(residency) {
+            Some(graph) => graph.launch(),
+            None => self.enqueue(plan, input, residency),
         }
     }
 
@@ -325,13 +348,14 @@ impl CudaOrbExtractor {
     /// the downloads of the results; the caller synchronises the stream.
     fn queue_frame(&mut self, slot: usize) -> Result<()> {
         let stream = self.gpu.stream.clone();
+        self.queued = self.residency;
         self.clock.kernels_start(&stream)?;
         self.run_frame_kernels(slot)?;
         self.clock.kernels_end(&stream)?;
         let Some(plan) = self.plan.as_mut() else {
             return Ok(());
         };
-        let matched = self.fused.train().is_some();
+        let matched = !matches!(self.fused, Fused::None);
         plan.outputs.download_async(plan.capacity, matched, &stream)
     }
 
@@ -391,13 +415,17 @@ impl Extractor for CudaOrbExtractor {
         self.finish_in_flight()
     }
 
-    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
-        self.match_consecutive(config)?;
+    fn match_resident(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        self.match_resident_sets(config)?;
         Ok(config.is_some())
     }
 
-    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
-        self.consecutive_matches.take()
+    fn set_residency(&mut self, residency: Residency) {
+        self.residency = residency;
+    }
+
+    fn resident_matches(&mut self) -> Option<Vec<Match>> {
+        self.resident_matches.take()
     }
 
     fn backend_name(&self) -> &'static str {

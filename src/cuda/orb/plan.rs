@@ -20,6 +20,7 @@ use crate::cuda::memory::{DeviceBuffer, Staged};
 use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
 use crate::cuda::upload::FrameUpload;
 use crate::error::{Error, ImageError, Result};
+use crate::extractor::Residency;
 use crate::spec::grid::{DetectionArea, Grid};
 use crate::spec::pyramid::{level_geometry, resize_taps, LevelGeometry};
 use crate::spec::quotas::level_quotas;
@@ -299,25 +300,34 @@ pub struct Plan {
     /// Records per level (min(candidates, 2 quota)).
     pub level_records: DeviceBuffer,
     pub outputs: Outputs,
-    /// Consecutive matching's cross-check: the previous frame's best match among this
-    /// frame's keypoints, one [`Knn2`] per previous keypoint.
+    /// Resident matching: the slot's best matches among this frame's keypoints, one
+    /// [`Knn2`] per keypoint of the slot (the cross-check's backward search, or the
+    /// matches themselves where the frame is the train set).
     pub backward: DeviceBuffer,
 }
 
 /// One frame buffer, the layout of the frames it takes, and the per-frame kernels
-/// captured to read it: each slot has its own graph, so alternating slots costs no
-/// copy and no graph update.
+/// captured to read it: each slot has its own graphs, one per residency its frames
+/// come with (a stereo pair's left and right frames match differently), so
+/// alternating slots and cameras costs no copy and no graph update.
 pub struct FrameInput {
     pub upload: FrameUpload,
-    pub graph: Option<FrameGraph>,
+    pub graphs: Vec<(Residency, FrameGraph)>,
 }
 
 impl FrameInput {
     fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
         Ok(Self {
             upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
-            graph: None,
+            graphs: Vec::new(),
         })
+    }
+
+    /// The graph captured for frames of `residency`, if any.
+    pub fn graph(&self, residency: Residency) -> Option<&FrameGraph> {
+        self.graphs
+            .iter()
+            .find_map(|(r, graph)| (*r == residency).then_some(graph))
     }
 }
 

@@ -11,13 +11,13 @@
 //! `plan.rs` holds the scale-space geometry, blur schedule and buffers of one image
 //! size, `shapes.rs` the kernels and their launch shapes, `launch.rs` one typed launch
 //! per kernel and the frame's launch sequence, `collect.rs` the downloads and the
-//! features read from them, and `consecutive.rs` the matching of each frame against the
-//! one before it.
+//! features read from them, and `resident.rs` the matching of each frame with an
+//! earlier frame's descriptors kept on the GPU.
 
 mod collect;
-mod consecutive;
 mod launch;
 mod plan;
+mod resident;
 mod shapes;
 mod steps;
 
@@ -32,13 +32,12 @@ use crate::cuda::gray::FrameLayout;
 use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::cuda::upload::FrameUpload;
 use crate::error::{CudaError, Error, Result};
-use crate::extractor::Extractor;
+use crate::extractor::{Extractor, Residency};
 use crate::image::{GrayImage, RawFrame};
 use crate::types::{Features, Match};
 
-use consecutive::Consecutive;
-
 use plan::{Plan, Taps};
+use resident::ResidentSets;
 use shapes::Kernels;
 
 /// SIFT on one GPU (docs/sift-reference.md; parity with the CPU reference within
@@ -55,9 +54,12 @@ pub struct CudaSiftExtractor {
     clock: FrameClock,
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
     branch: Branch,
-    /// Matching each frame against the previous one on the GPU, when asked.
-    consecutive: Option<Consecutive>,
-    consecutive_matches: Option<Vec<Match>>,
+    /// Matching each frame with resident descriptors on the GPU, when asked.
+    resident: Option<ResidentSets>,
+    /// How the frames from now on are matched and kept.
+    residency: Residency,
+    /// The last frame's accepted matches with its slot.
+    resident_matches: Option<Vec<Match>>,
 }
 
 impl CudaSiftExtractor {
@@ -89,8 +91,9 @@ impl CudaSiftExtractor {
             taps,
             plan: None,
             graph: None,
-            consecutive: None,
-            consecutive_matches: None,
+            resident: None,
+            residency: Residency::PREVIOUS,
+            resident_matches: None,
         })
     }
 
@@ -220,22 +223,27 @@ impl Extractor for CudaSiftExtractor {
         let layout = FrameLayout::of(frame)?;
         let summary = self.run(frame, layout)?;
         let features = self.collect(summary[0] as usize, layout.width, layout.height);
-        if let (Some(consecutive), Some(plan)) = (self.consecutive.as_mut(), self.plan.as_ref()) {
-            self.consecutive_matches = consecutive.next(plan.descriptors.ptr, features.len())?;
+        if let (Some(resident), Some(plan)) = (self.resident.as_mut(), self.plan.as_ref()) {
+            self.resident_matches =
+                resident.next(plan.descriptors.ptr, features.len(), self.residency)?;
         }
         Ok(features)
     }
 
-    fn match_consecutive_frames(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
-        self.consecutive_matches = None;
-        self.consecutive = config
-            .map(|config| Consecutive::new(self.gpu.device().clone(), config))
+    fn match_resident(&mut self, config: Option<&MatchConfig>) -> Result<bool> {
+        self.resident_matches = None;
+        self.resident = config
+            .map(|config| ResidentSets::new(self.gpu.device().clone(), config))
             .transpose()?;
         Ok(config.is_some())
     }
 
-    fn matches_with_previous(&mut self) -> Option<Vec<Match>> {
-        self.consecutive_matches.take()
+    fn set_residency(&mut self, residency: Residency) {
+        self.residency = residency;
+    }
+
+    fn resident_matches(&mut self) -> Option<Vec<Match>> {
+        self.resident_matches.take()
     }
 
     fn backend_name(&self) -> &'static str {

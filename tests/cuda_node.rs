@@ -1,16 +1,18 @@
 //! The node on the CUDA backend against the node on the CPU backend: frames in every
 //! camera encoding converted on the GPU bit for bit, the same Features and Matches on
-//! real sequences with temporal matching on the GPU (ORB) in both memory modes, and no
-//! GPU allocation per frame once running. GPU tests, run by scripts/gpu-check.sh.
+//! real sequences with temporal and stereo matching on the GPU (ORB; SIFT's matches
+//! against the matchers on its published features) in both memory modes, and no GPU
+//! allocation per frame once running. GPU tests, run by scripts/gpu-check.sh.
 #![cfg(feature = "cuda")]
 
 mod common;
 
 use orbsift::config::{MatchMode, MemoryMode, NodeConfig, NodeMatchConfig};
+use orbsift::cpu::matcher::BruteForceMatcher;
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
 use orbsift::cuda::{CudaL2Matcher, CudaMatcher};
-use orbsift::image::RawFrame;
+use orbsift::image::{Encoding, RawFrame};
 use orbsift::msgs::{Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node};
 use orbsift::{
@@ -119,25 +121,37 @@ fn node_running(
     node
 }
 
+/// `gray` as the `i`th message of a feed, stamped `stamp`: bgr8 for even `i`, mono8
+/// for odd.
+fn feed_message(i: usize, gray: &GrayImage, stamp: Time) -> Image {
+    let mut message = if i % 2 == 0 {
+        let bgr: Vec<u8> = gray.data().iter().flat_map(|&v| [v, v, v]).collect();
+        let raw = RawFrame {
+            encoding: Encoding::Bgr8,
+            width: gray.width(),
+            height: gray.height(),
+            step: gray.width() * 3,
+            big_endian: false,
+            data: &bgr,
+        };
+        image_message(0, &raw)
+    } else {
+        image_message(0, &gray.as_raw())
+    };
+    message.header.stamp = stamp;
+    message
+}
+
 /// Feeds `frames` to `node` as mono8 (odd) and bgr8 (even) messages, one second apart.
 fn run(node: &mut Node, frames: &[GrayImage]) -> Recorder {
     let outputs = Recorder::default();
     for (i, gray) in frames.iter().enumerate() {
-        let bgr: Vec<u8> = gray.data().iter().flat_map(|&v| [v, v, v]).collect();
-        let raw = if i % 2 == 0 {
-            RawFrame {
-                encoding: orbsift::image::Encoding::Bgr8,
-                width: gray.width(),
-                height: gray.height(),
-                step: gray.width() * 3,
-                big_endian: false,
-                data: &bgr,
-            }
-        } else {
-            gray.as_raw()
+        let stamp = Time {
+            sec: i as i32,
+            nanosec: 0,
         };
         node.handle(
-            Frame::from_image(Camera::Mono, image_message(i as i32, &raw)),
+            Frame::from_image(Camera::Mono, feed_message(i, gray, stamp)),
             &outputs,
         );
     }
@@ -184,14 +198,23 @@ fn the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches() {
 #[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
 fn a_running_node_allocates_no_gpu_memory_per_frame() {
     let frames = sequence();
-    for mode in [MatchMode::Temporal, MatchMode::Stereo] {
-        let mut node = node_on(Backend::Cuda, MemoryMode::Auto, mode);
+    let cases = [Algorithm::Orb, Algorithm::Sift]
+        .into_iter()
+        .flat_map(|algorithm| {
+            [
+                (algorithm, MatchMode::Temporal),
+                (algorithm, MatchMode::Stereo),
+            ]
+        });
+    for (algorithm, mode) in cases {
+        let mut node = node_running(algorithm, Backend::Cuda, MemoryMode::Auto, mode);
         let outputs = Recorder::default();
         let mut feed = |count: usize, outputs: &Recorder| {
             for i in 0..count {
                 let gray = &frames[i % frames.len()];
-                // Stereo: left and right of one stamp; temporal: one camera.
-                let camera = match (mode, i % 2) {
+                // Stereo: left and right of one stamp, the left first in even pairs
+                // and the right first in odd ones; temporal: one camera.
+                let camera = match (mode, (i + i / 2) % 2) {
                     (MatchMode::Stereo, 0) => Camera::Left,
                     (MatchMode::Stereo, _) => Camera::Right,
                     _ => Camera::Mono,
@@ -200,20 +223,113 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
                 node.handle(Frame::from_image(camera, message), outputs);
             }
         };
-        // Every frame size, encoding and set size once: the buffers grow to their steady sizes.
+        // Every frame size, encoding, set size and order once: the buffers grow to
+        // their steady sizes.
         feed(2 * frames.len(), &outputs);
         let before = orbsift::cuda::allocations();
+        let published = outputs.matches.borrow().len();
         feed(100, &outputs);
         assert_eq!(
             orbsift::cuda::allocations() - before,
             0,
-            "{mode:?}: GPU or pinned buffers allocated while running"
+            "{algorithm:?} {mode:?}: GPU or pinned buffers allocated while running"
         );
         assert!(
-            outputs.matches.borrow().len() >= 50,
-            "{mode:?}: the frames were matched"
+            outputs.matches.borrow().len() - published >= 49,
+            "{algorithm:?} {mode:?}: the frames were matched"
         );
     }
+}
+
+/// Stereo-ish pairs at 1080p: three scenes, each seen by a left and a right camera
+/// whose window starts 24 pixels further right (the scene 24 pixels further left in
+/// the right frame, as a rig with that disparity sees it), and the street of leuvenA
+/// and leuvenB, photographed from two places.
+fn stereo_pairs() -> Vec<(GrayImage, GrayImage)> {
+    const DISPARITY: usize = 24;
+    let window = |scene: &GrayImage, left: usize| {
+        let width = scene.width() - DISPARITY;
+        let data = (0..scene.height())
+            .flat_map(|y| scene.row(y)[left..left + width].iter().copied())
+            .collect();
+        GrayImage::new(width, scene.height(), data).expect("window")
+    };
+    let mut pairs: Vec<_> = ["graf1.png", "basketball1.png", "rubberwhale1.png"]
+        .iter()
+        .map(|name| {
+            let scene = resized(&load(name), (1920 + DISPARITY as u32, 1080));
+            (window(&scene, 0), window(&scene, DISPARITY))
+        })
+        .collect();
+    let street = |name| resized(&load(name), (1920, 1080));
+    pairs.push((street("leuvenA.jpg"), street("leuvenB.jpg")));
+    pairs
+}
+
+/// Feeds stereo `pairs` to `node`, pair k at second k with its right frame 1 ms after
+/// the left; the left frame arrives first in even pairs, the right one in odd pairs;
+/// messages alternate bgr8 and mono8.
+fn run_stereo(node: &mut Node, pairs: &[(GrayImage, GrayImage)]) -> Recorder {
+    let outputs = Recorder::default();
+    let mut i = 0;
+    for (k, (left, right)) in pairs.iter().enumerate() {
+        let sec = k as i32;
+        let mut frames = [(Camera::Left, left, 0), (Camera::Right, right, 1_000_000)];
+        if k % 2 == 1 {
+            frames.reverse();
+        }
+        for (camera, gray, nanosec) in frames {
+            let message = feed_message(i, gray, Time { sec, nanosec });
+            node.handle(Frame::from_image(camera, message), &outputs);
+            i += 1;
+        }
+    }
+    node.finish_in_flight(&outputs);
+    outputs
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches() {
+    let pairs = stereo_pairs();
+    let expected = run_stereo(
+        &mut node_on(Backend::Cpu, MemoryMode::Auto, MatchMode::Stereo),
+        &pairs,
+    );
+    assert_eq!(expected.features.borrow().len(), 2 * pairs.len());
+    assert_eq!(expected.matches.borrow().len(), pairs.len());
+    assert!(
+        expected
+            .matches
+            .borrow()
+            .iter()
+            .all(|m| m.header.stamp.nanosec == 0 && !m.query_idx.is_empty()),
+        "every pair has matches, the left frame the query"
+    );
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let got = run_stereo(
+            &mut node_on(Backend::Cuda, memory, MatchMode::Stereo),
+            &pairs,
+        );
+        assert!(
+            *got.features.borrow() == *expected.features.borrow(),
+            "{memory:?}: Features differ from the CPU node's"
+        );
+        assert!(
+            *got.matches.borrow() == *expected.matches.borrow(),
+            "{memory:?}: stereo Matches differ from the CPU node's"
+        );
+    }
+}
+
+/// A Matches message's (query, train, distance) triples.
+fn triples(m: &orbsift::msgs::Matches) -> Vec<(u32, u32, f32)> {
+    m.query_idx
+        .iter()
+        .zip(&m.train_idx)
+        .zip(&m.distance)
+        .map(|((&q, &t), &d)| (q, t, d))
+        .collect()
 }
 
 /// The descriptors of a Features message, as the library's type holds them.
@@ -250,21 +366,52 @@ fn sift_temporal_matches_on_the_gpu_equal_the_standalone_matcher_on_the_publishe
                 !expected.is_empty(),
                 "{memory:?} frame {i}: no matches to compare"
             );
-            let pairs = |q: &[u32], t: &[u32], d: &[f32]| -> Vec<(u32, u32, f32)> {
-                q.iter()
-                    .zip(t)
-                    .zip(d)
-                    .map(|((&q, &t), &d)| (q, t, d))
-                    .collect()
-            };
             assert_eq!(
-                pairs(&got.query_idx, &got.train_idx, &got.distance),
+                triples(got),
                 expected
                     .iter()
                     .map(|m| (m.query, m.train, m.distance))
                     .collect::<Vec<_>>(),
                 "{memory:?} frame {}: the node's SIFT matches differ from the standalone matcher's",
                 i + 1
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_features() {
+    let pairs = stereo_pairs();
+    for memory in [MemoryMode::Device, MemoryMode::Unified] {
+        let mut node = node_running(Algorithm::Sift, Backend::Cuda, memory, MatchMode::Stereo);
+        let published = run_stereo(&mut node, &pairs);
+        let (features, matches) = (published.features.borrow(), published.matches.borrow());
+        assert_eq!(matches.len(), pairs.len(), "{memory:?}");
+        let of = |header: &Header| {
+            let message = features.iter().find(|f| f.header == *header);
+            descriptors_of(message.expect("the frame's Features were published"))
+        };
+        let mut cpu = BruteForceMatcher::new(MatchConfig::default());
+        for (k, got) in matches.iter().enumerate() {
+            assert_eq!(
+                got.header.stamp.nanosec, 0,
+                "{memory:?} pair {k}: left is the query"
+            );
+            let expected = cpu
+                .match_features(&of(&got.header), &of(&got.train_header))
+                .expect("matches");
+            assert!(
+                !expected.is_empty(),
+                "{memory:?} pair {k}: no matches to compare"
+            );
+            assert_eq!(
+                triples(got),
+                expected
+                    .iter()
+                    .map(|m| (m.query, m.train, m.distance))
+                    .collect::<Vec<_>>(),
+                "{memory:?} pair {k}: the node's SIFT stereo matches differ from the CPU matcher's"
             );
         }
     }

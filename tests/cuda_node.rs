@@ -17,7 +17,7 @@ use orbsift::msgs::{Header, Image, Time};
 use orbsift::node::{Camera, Frame, Node};
 use orbsift::{
     Algorithm, Backend, Config, DescriptorKind, Descriptors, Extractor, Features, GrayImage,
-    Keypoints, MatchConfig, Matcher, OrbConfig,
+    Keypoints, Match, MatchConfig, Matcher, OrbConfig,
 };
 
 use common::encoded::frames_from;
@@ -85,12 +85,12 @@ fn node_on(backend: Backend, memory: MemoryMode, mode: MatchMode) -> Node {
     node_running(Algorithm::Orb, backend, memory, mode)
 }
 
-fn node_running(
+fn node_config(
     algorithm: Algorithm,
     backend: Backend,
     memory: MemoryMode,
     mode: MatchMode,
-) -> Node {
+) -> NodeConfig {
     let mut library = Config {
         backend,
         algorithm,
@@ -98,14 +98,23 @@ fn node_running(
         ..Config::default()
     };
     library.sift.upscale = false;
-    let config = NodeConfig {
+    NodeConfig {
         library,
         matching: NodeMatchConfig {
             mode,
             ..NodeMatchConfig::default()
         },
         ..NodeConfig::default()
-    };
+    }
+}
+
+fn node_running(
+    algorithm: Algorithm,
+    backend: Backend,
+    memory: MemoryMode,
+    mode: MatchMode,
+) -> Node {
+    let config = node_config(algorithm, backend, memory, mode);
     let mut node = Node::new("test", config).expect("node");
     let report = node.diagnostics(0, None);
     let expected = if backend == Backend::Cuda {
@@ -241,6 +250,22 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
     }
 }
 
+/// The host matcher of a node that matches on the GPU: never called.
+struct NoHostMatching;
+
+impl Matcher for NoHostMatching {
+    fn match_features(&mut self, _: &Features, _: &Features) -> orbsift::Result<Vec<Match>> {
+        panic!("the node matched a stereo pair on the host, not on the GPU");
+    }
+}
+
+/// A CUDA node in stereo mode whose pairs must be matched in its extractor.
+fn stereo_node_matching_on_the_gpu(algorithm: Algorithm, memory: MemoryMode) -> Node {
+    let config = node_config(algorithm, Backend::Cuda, memory, MatchMode::Stereo);
+    let extractor = orbsift::create_extractor(&config.library).expect("CUDA extractor");
+    Node::with_backends("test", config, extractor, Box::new(NoHostMatching))
+}
+
 /// Stereo-ish pairs at 1080p: three scenes, each seen by a left and a right camera
 /// whose window starts 24 pixels further right (the scene 24 pixels further left in
 /// the right frame, as a rig with that disparity sees it), and the street of leuvenA
@@ -308,7 +333,7 @@ fn the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches() {
     );
     for memory in [MemoryMode::Device, MemoryMode::Unified] {
         let got = run_stereo(
-            &mut node_on(Backend::Cuda, memory, MatchMode::Stereo),
+            &mut stereo_node_matching_on_the_gpu(Algorithm::Orb, memory),
             &pairs,
         );
         assert!(
@@ -384,7 +409,7 @@ fn sift_temporal_matches_on_the_gpu_equal_the_standalone_matcher_on_the_publishe
 fn sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_features() {
     let pairs = stereo_pairs();
     for memory in [MemoryMode::Device, MemoryMode::Unified] {
-        let mut node = node_running(Algorithm::Sift, Backend::Cuda, memory, MatchMode::Stereo);
+        let mut node = stereo_node_matching_on_the_gpu(Algorithm::Sift, memory);
         let published = run_stereo(&mut node, &pairs);
         let (features, matches) = (published.features.borrow(), published.matches.borrow());
         assert_eq!(matches.len(), pairs.len(), "{memory:?}");

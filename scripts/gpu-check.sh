@@ -10,9 +10,10 @@
 #      without upscaling on 8 SMs,
 #   4. per-kernel GPU times of one 1920x1080 frame under ncu, when ncu is there,
 #   5. the node on the GPU against the node on the CPU (tests/cuda_node.rs: camera
-#      encodings converted on the GPU, Features and temporal Matches, no allocation per
-#      frame), with memcheck and racecheck, and its latency, image received -> Features
-#      and Matches published (benches/node_latency.rs),
+#      encodings converted on the GPU, Features and temporal and stereo Matches, no
+#      allocation per frame), with memcheck and racecheck on temporal and stereo
+#      matching, and its latency, image received -> Features and Matches published
+#      (benches/node_latency.rs),
 #   6. the SIFT L2 matcher: identical to the CPU matcher (tests/cuda_sift_match.rs),
 #      sanitizers, and its 5000 x 7000 benchmark (benches/cuda_sift_match.rs),
 # then a short table. The binaries may be built elsewhere (the GPU machine may have
@@ -122,6 +123,12 @@ run node_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
 run node_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
+run node_stereo_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
+run node_stereo_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
+run node_sift_stereo_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$node_test_bin" --ignored --exact sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_features
 ORBSIFT_DATA_DIR=tests/data run node_latency "$node_bench" --bench node
 grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
 
@@ -138,12 +145,14 @@ echo "|---|---|"
 for name in parity memcheck racecheck pipeline pipeline_memcheck bench bench_unified bench_sm8 \
     sift_parity sift_memcheck sift_racecheck sift_frames_memcheck sift_bench sift_bench_upscale sift_bench_sm8 \
     sift_match sift_match_memcheck sift_match_racecheck sift_match_bench ncu \
-    node_parity node_memcheck node_racecheck node_latency; do
+    node_parity node_memcheck node_racecheck node_stereo_memcheck node_stereo_racecheck \
+    node_sift_stereo_memcheck node_latency; do
     echo "| $name | ${status[$name]:-not run} |"
 done
 grep -h "PARITY descriptor\|ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/*.log
 grep -h "^BENCH" "$logs"/bench*.log "$logs"/sift_bench*.log "$logs"/sift_match_bench.log
 for name in parity memcheck racecheck pipeline pipeline_memcheck sift_parity sift_memcheck sift_racecheck \
-    sift_match sift_match_memcheck sift_match_racecheck node_parity node_memcheck node_racecheck; do
+    sift_match sift_match_memcheck sift_match_racecheck node_parity node_memcheck node_racecheck \
+    node_stereo_memcheck node_stereo_racecheck node_sift_stereo_memcheck; do
     [[ ${status[$name]} == rc=0* ]] || exit 1
 done

@@ -74,9 +74,9 @@ enum Fused {
 }
 
 impl Fused {
-    /// The set a frame kept and matched as `residency` says is matched against while
-    /// it is described: its forward search, which the frame as train set needs only
-    /// for the cross-check.
+    /// The set a frame of `residency` is matched against while it is described (its
+    /// forward search; a frame that is the train set needs it only for the
+    /// cross-check).
     fn train(&self, residency: Residency) -> Option<&Train> {
         match self {
             Fused::None => None,

@@ -12,6 +12,7 @@ Publishers:
   fastdds         rclpy with Fast DDS, default profile (needs a ROS prefix: --ros-setup)
   fastdds-udp     the same with shared memory off (FASTDDS_BUILTIN_TRANSPORTS=UDPv4)
   fastdds-large   the same with config/fastdds-large-data.xml (not in the default set)
+  fastdds-large-shm  the same with config/fastdds-large-data-shm.xml (not in the default set)
   rclpy-cyclonedds        rclpy on rmw_cyclonedds_cpp, default config (not in the default
                           set; needs scripts/build-rmw-cyclonedds.sh: --rmw-cyclonedds)
   rclpy-cyclonedds-large  the same with config/cyclonedds-large-data.xml (CYCLONEDDS_URI)
@@ -46,8 +47,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SIZES = {"1080p": (1920, 1080, 30.0), "4k": (3840, 2160, 10.0)}
 PUBLISHERS = ["cyclone", "fastdds", "fastdds-udp"]
-PUBLISHERS_OPTIONAL = ["fastdds-large", "rclpy-cyclonedds", "rclpy-cyclonedds-large"]
+PUBLISHERS_OPTIONAL = [
+    "fastdds-large", "fastdds-large-shm", "rclpy-cyclonedds", "rclpy-cyclonedds-large",
+]
 QOS = ["best_effort", "reliable"]
+# The publishers that load one of the shipped Fast DDS profiles.
+FASTDDS_PROFILES = {
+    "fastdds-large": "fastdds-large-data.xml",
+    "fastdds-large-shm": "fastdds-large-data-shm.xml",
+}
 # After the last frame: the node answers it and publishes diagnostics (every second).
 DRAIN_SECONDS = 3.0
 FRAME_ID = "bench"
@@ -247,9 +255,9 @@ def run_case(args, case, domain, frame_files):
     publisher_env = dict(env)
     if case.publisher == "fastdds-udp":
         publisher_env["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
-    if case.publisher == "fastdds-large":
+    if case.publisher in FASTDDS_PROFILES:
         publisher_env["FASTRTPS_DEFAULT_PROFILES_FILE"] = os.path.join(
-            ROOT, "config", "fastdds-large-data.xml")
+            ROOT, "config", FASTDDS_PROFILES[case.publisher])
     if case.publisher == "rclpy-cyclonedds-large":
         publisher_env["CYCLONEDDS_URI"] = "file://" + os.path.join(
             ROOT, "config", "cyclonedds-large-data.xml")

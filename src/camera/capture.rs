@@ -217,6 +217,7 @@ fn open_video(device: &Device) -> Result<VideoCapture> {
     // or read itself (an error naming the device, rejected frames in the diagnostics), so
     // OpenCV's own log stays quiet for the life of the process.
     let _ = opencv::core::set_log_level(LogLevel::LOG_LEVEL_SILENT);
+    super::gstreamer_log::route_to_log();
     let opened = match device {
         Device::Index(index) => VideoCapture::new(*index, videoio::CAP_V4L2),
         Device::File(path) => VideoCapture::from_file(&path.to_string_lossy(), videoio::CAP_ANY),

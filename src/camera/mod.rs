@@ -6,6 +6,8 @@ mod pacing;
 
 #[cfg(feature = "camera")]
 mod capture;
+#[cfg(feature = "camera")]
+mod gstreamer_log;
 
 pub use device::Device;
 pub use pacing::{Pacer, Step};

@@ -79,15 +79,20 @@ run() { # name command...
     tail -n 25 "$logs/$name.log"
     status[$name]="rc=$rc ($((SECONDS - start)) s)"
 }
+# The sanitizers on one GPU test: memcheck|racecheck NAME TEST_BINARY TEST.
+memcheck() {
+    run "$1" compute-sanitizer --tool memcheck --error-exitcode 9 "$2" --ignored --exact "$3"
+}
+racecheck() {
+    run "$1" compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+        "$2" --ignored --exact "$3"
+}
 
 run parity "$test_bin" --ignored --test-threads=1 --nocapture
-run memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$test_bin" --ignored --exact sm_limit_and_repeated_frames_give_identical_results
-run racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$test_bin" --ignored --exact fast_score_and_small_grids_match_too
+memcheck memcheck "$test_bin" sm_limit_and_repeated_frames_give_identical_results
+racecheck racecheck "$test_bin" fast_score_and_small_grids_match_too
 run pipeline "$pipeline_test_bin" --ignored --test-threads=1 --nocapture
-run pipeline_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$pipeline_test_bin" --ignored --exact pipelined_fused_matches_equal_extract
+memcheck pipeline_memcheck "$pipeline_test_bin" pipelined_fused_matches_equal_extract
 images=()
 for image in tests/data/graf1.png tests/data/leuvenA.jpg tests/data/basketball1.png tests/data/rubberwhale1.png; do
     images+=(--image "$image")
@@ -98,12 +103,9 @@ run bench_unified "${bench[@]}" --set memory=unified
 run bench_sm8 "${bench[@]}" --sm-limit 8
 
 run sift_parity "$sift_test_bin" --ignored --test-threads=1 --nocapture
-run sift_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
-run sift_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$sift_test_bin" --ignored --exact small_frames_match_with_root_sift_and_upscaling
-run sift_frames_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$sift_test_bin" --ignored --exact every_camera_encoding_gives_the_features_of_its_cpu_grey_bit_for_bit
+memcheck sift_memcheck "$sift_test_bin" small_frames_match_with_root_sift_and_upscaling
+racecheck sift_racecheck "$sift_test_bin" small_frames_match_with_root_sift_and_upscaling
+memcheck sift_frames_memcheck "$sift_test_bin" every_camera_encoding_gives_the_features_of_its_cpu_grey_bit_for_bit
 sift_bench=("$orbsift" bench --algo sift --backend cuda --iterations 200 "${images[@]}")
 run sift_bench "${sift_bench[@]}" --set sift.upscale=false
 run sift_bench_upscale "${sift_bench[@]}"
@@ -119,24 +121,17 @@ if command -v ncu >/dev/null; then
 fi
 
 run node_parity "$node_test_bin" --ignored --test-threads=1 --nocapture
-run node_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
-run node_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
-run node_stereo_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
-run node_stereo_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$node_test_bin" --ignored --exact the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
-run node_sift_stereo_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$node_test_bin" --ignored --exact sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_features
+memcheck node_memcheck "$node_test_bin" the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
+racecheck node_racecheck "$node_test_bin" the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches
+memcheck node_stereo_memcheck "$node_test_bin" the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
+racecheck node_stereo_racecheck "$node_test_bin" the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches
+memcheck node_sift_stereo_memcheck "$node_test_bin" sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_features
 ORBSIFT_DATA_DIR=tests/data run node_latency "$node_bench" --bench node
 grep -A2 "^node/" "$logs/node_latency.log" | grep -E "^node/|time:"
 
 run sift_match "$sift_match_test" --ignored --test-threads=1 --nocapture
-run sift_match_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$sift_match_test" --ignored --exact tile_edges_single_descriptors_and_empty_sets
-run sift_match_racecheck compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
-    "$sift_match_test" --ignored --exact tile_edges_single_descriptors_and_empty_sets
+memcheck sift_match_memcheck "$sift_match_test" tile_edges_single_descriptors_and_empty_sets
+racecheck sift_match_racecheck "$sift_match_test" tile_edges_single_descriptors_and_empty_sets
 run sift_match_bench "$sift_match_bench" --bench
 
 echo

@@ -173,34 +173,47 @@ fn run(node: &mut Node, frames: &[GrayImage]) -> Recorder {
 #[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
 fn the_cuda_node_publishes_the_cpu_nodes_features_and_temporal_matches() {
     let frames = sequence();
-    let expected = run(
-        &mut node_on(Backend::Cpu, MemoryMode::Auto, MatchMode::Temporal),
-        &frames,
+    assert_cuda_nodes_publish_the_cpu_nodes(
+        MatchMode::Temporal,
+        (frames.len(), frames.len() - 1),
+        |memory| node_on(Backend::Cuda, memory, MatchMode::Temporal),
+        |node| run(node, &frames),
     );
-    assert_eq!(expected.features.borrow().len(), frames.len());
-    assert_eq!(expected.matches.borrow().len(), frames.len() - 1);
+}
+
+/// Feeds the CPU node of `mode` with `feed`, checks that it published `counts` Features
+/// and Matches messages, every Matches non-empty, then that the CUDA node `cuda_node`
+/// makes, fed the same, publishes the same in both memory modes. Returns what the CPU
+/// node published.
+fn assert_cuda_nodes_publish_the_cpu_nodes(
+    mode: MatchMode,
+    (features, matches): (usize, usize),
+    cuda_node: impl Fn(MemoryMode) -> Node,
+    feed: impl Fn(&mut Node) -> Recorder,
+) -> Recorder {
+    let expected = feed(&mut node_on(Backend::Cpu, MemoryMode::Auto, mode));
+    assert_eq!(expected.features.borrow().len(), features);
+    assert_eq!(expected.matches.borrow().len(), matches);
     assert!(
         expected
             .matches
             .borrow()
             .iter()
             .all(|m| !m.query_idx.is_empty()),
-        "every consecutive pair has matches"
+        "every {mode:?} Matches has matches"
     );
     for memory in [MemoryMode::Device, MemoryMode::Unified] {
-        let got = run(
-            &mut node_on(Backend::Cuda, memory, MatchMode::Temporal),
-            &frames,
-        );
+        let got = feed(&mut cuda_node(memory));
         assert!(
             *got.features.borrow() == *expected.features.borrow(),
             "{memory:?}: Features differ from the CPU node's"
         );
         assert!(
             *got.matches.borrow() == *expected.matches.borrow(),
-            "{memory:?}: temporal Matches differ from the CPU node's"
+            "{memory:?}: {mode:?} Matches differ from the CPU node's"
         );
     }
+    expected
 }
 
 #[test]
@@ -291,6 +304,26 @@ fn stereo_pairs() -> Vec<(GrayImage, GrayImage)> {
     pairs
 }
 
+#[test]
+#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
+fn the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches() {
+    let pairs = stereo_pairs();
+    let expected = assert_cuda_nodes_publish_the_cpu_nodes(
+        MatchMode::Stereo,
+        (2 * pairs.len(), pairs.len()),
+        |memory| stereo_node_matching_on_the_gpu(Algorithm::Orb, memory),
+        |node| run_stereo(node, &pairs),
+    );
+    assert!(
+        expected
+            .matches
+            .borrow()
+            .iter()
+            .all(|m| m.header.stamp.nanosec == 0),
+        "the left frame is the query of every pair"
+    );
+}
+
 /// Feeds stereo `pairs` to `node`, pair k at second k with its right frame 1 ms after
 /// the left; the left frame arrives first in even pairs, the right one in odd pairs;
 /// messages alternate bgr8 and mono8.
@@ -313,48 +346,22 @@ fn run_stereo(node: &mut Node, pairs: &[(GrayImage, GrayImage)]) -> Recorder {
     outputs
 }
 
-#[test]
-#[ignore = "needs a GPU: runs in scripts/gpu-check.sh"]
-fn the_cuda_node_publishes_the_cpu_nodes_features_and_stereo_matches() {
-    let pairs = stereo_pairs();
-    let expected = run_stereo(
-        &mut node_on(Backend::Cpu, MemoryMode::Auto, MatchMode::Stereo),
-        &pairs,
-    );
-    assert_eq!(expected.features.borrow().len(), 2 * pairs.len());
-    assert_eq!(expected.matches.borrow().len(), pairs.len());
-    assert!(
-        expected
-            .matches
-            .borrow()
-            .iter()
-            .all(|m| m.header.stamp.nanosec == 0 && !m.query_idx.is_empty()),
-        "every pair has matches, the left frame the query"
-    );
-    for memory in [MemoryMode::Device, MemoryMode::Unified] {
-        let got = run_stereo(
-            &mut stereo_node_matching_on_the_gpu(Algorithm::Orb, memory),
-            &pairs,
-        );
-        assert!(
-            *got.features.borrow() == *expected.features.borrow(),
-            "{memory:?}: Features differ from the CPU node's"
-        );
-        assert!(
-            *got.matches.borrow() == *expected.matches.borrow(),
-            "{memory:?}: stereo Matches differ from the CPU node's"
-        );
-    }
-}
-
-/// A Matches message's (query, train, distance) triples.
-fn triples(m: &orbsift::msgs::Matches) -> Vec<(u32, u32, f32)> {
-    m.query_idx
+/// The node published `expected` (non-empty) in `got`, index for index and distance
+/// for distance; `context` names the case.
+fn assert_published_matches(got: &orbsift::msgs::Matches, expected: &[Match], context: &str) {
+    assert!(!expected.is_empty(), "{context}: no matches to compare");
+    let published: Vec<(u32, u32, f32)> = got
+        .query_idx
         .iter()
-        .zip(&m.train_idx)
-        .zip(&m.distance)
+        .zip(&got.train_idx)
+        .zip(&got.distance)
         .map(|((&q, &t), &d)| (q, t, d))
-        .collect()
+        .collect();
+    let wanted: Vec<_> = expected
+        .iter()
+        .map(|m| (m.query, m.train, m.distance))
+        .collect();
+    assert_eq!(published, wanted, "{context}: the node's matches differ");
 }
 
 /// The descriptors of a Features message, as the library's type holds them.
@@ -387,19 +394,8 @@ fn sift_temporal_matches_on_the_gpu_equal_the_standalone_matcher_on_the_publishe
                 descriptors_of(&features[i]),
             );
             let expected = standalone.match_features(&query, &train).expect("matches");
-            assert!(
-                !expected.is_empty(),
-                "{memory:?} frame {i}: no matches to compare"
-            );
-            assert_eq!(
-                triples(got),
-                expected
-                    .iter()
-                    .map(|m| (m.query, m.train, m.distance))
-                    .collect::<Vec<_>>(),
-                "{memory:?} frame {}: the node's SIFT matches differ from the standalone matcher's",
-                i + 1
-            );
+            let context = format!("{memory:?} frame {}, against the standalone matcher", i + 1);
+            assert_published_matches(got, &expected, &context);
         }
     }
 }
@@ -426,18 +422,8 @@ fn sift_stereo_matches_on_the_gpu_equal_the_cpu_matcher_on_the_published_feature
             let expected = cpu
                 .match_features(&of(&got.header), &of(&got.train_header))
                 .expect("matches");
-            assert!(
-                !expected.is_empty(),
-                "{memory:?} pair {k}: no matches to compare"
-            );
-            assert_eq!(
-                triples(got),
-                expected
-                    .iter()
-                    .map(|m| (m.query, m.train, m.distance))
-                    .collect::<Vec<_>>(),
-                "{memory:?} pair {k}: the node's SIFT stereo matches differ from the CPU matcher's"
-            );
+            let context = format!("{memory:?} stereo pair {k}, against the CPU matcher");
+            assert_published_matches(got, &expected, &context);
         }
     }
 }

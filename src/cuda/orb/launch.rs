@@ -331,11 +331,11 @@ impl CudaOrbExtractor {
         sets: &ResidentSets,
         residency: Residency,
     ) -> Result<()> {
-        let k = &self.kernels;
-        let stream = &self.gpu.stream;
         let count = plan.kept_total();
         let descriptors = plan.outputs.descriptors.ptr;
         let forward = plan.outputs.matches.ptr;
+        let k = &self.kernels;
+        let stream = &self.gpu.stream;
         let cross_check = sets.config.cross_check;
         let slot = &sets.slots[residency.match_with.index()];
         let kept = &sets.slots[residency.keep_as.index()];

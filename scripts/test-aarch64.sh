@@ -47,9 +47,12 @@ fail() {
 }
 
 # --- tools ------------------------------------------------------------------------
-# The aarch64 glibc and loader for qemu (-L), strip for the bundle, lintian for the .deb.
+# The aarch64 glibc and loader for qemu (-L), and the C++ runtime that NVRTC's builtins
+# library links (without it NVRTC reports "failed to open libnvrtc-builtins.so"); strip
+# for the bundle, lintian for the .deb.
 missing=()
 [[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]] || missing+=(libc6-arm64-cross)
+[[ -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ]] || missing+=(libstdc++6-arm64-cross)
 command -v aarch64-linux-gnu-strip >/dev/null || missing+=(binutils-aarch64-linux-gnu)
 command -v lintian >/dev/null || missing+=(lintian)
 command -v systemd-analyze >/dev/null || missing+=(systemd)

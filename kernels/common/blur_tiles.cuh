@@ -189,14 +189,27 @@ __device__ __forceinline__ void load_tile(const Job& job, const unsigned char* f
                                            S, span_x, span_y);
 #endif
     } else {
-        for (int k = threadIdx.x; k < span_x * span_y; k += blockDim.x) {
-            int ry = k / span_x, rx = k - ry * span_x;
-            int y = y0 + ry - h, x = x0 + rx - h;
-            if (!inside) {
-                y = reflect101_repeated(y, job.height);
-                x = reflect101_repeated(x, job.width);
+        // Tiles at the borders, and the upsampled frame: a warp per row, each row's
+        // reflection computed once, and a lane's columns loaded before any is stored.
+        constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
+        const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+        for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {
+            const int y = inside ? y0 + ry - h : reflect101_repeated(y0 + ry - h, job.height);
+            float v[COLS];
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                const int rx = lane + 32 * c;
+                if (rx < span_x) {
+                    const int x =
+                        inside ? x0 + rx - h : reflect101_repeated(x0 + rx - h, job.width);
+                    v[c] = source_value(job, frame, pyramid, x, y);
+                }
             }
-            input[ry * S + rx] = source_value(job, frame, pyramid, x, y);
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                const int rx = lane + 32 * c;
+                if (rx < span_x) input[ry * S + rx] = v[c];
+            }
         }
     }
 }

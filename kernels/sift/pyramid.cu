@@ -17,7 +17,9 @@
 // Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked);
 // level 1 of a later octave reads every second pixel of level n of the octave before,
 // which is then never stored. Octaves overlap in time (octave o+1 starts once level n
-// of o exists), so one launch may carry a job of each of two octaves.
+// of o exists), so one launch may carry a job of each of two octaves; levels above n,
+// which no later octave waits for, run on a side branch of the frame's graph
+// (src/cuda/sift/launch.rs).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 #include "common/sift_params.cuh"

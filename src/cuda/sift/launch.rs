@@ -18,7 +18,8 @@ use crate::cuda::abi::sift_params::{
 };
 use crate::cuda::abi::LevelsJob;
 use crate::cuda::branch::Branch;
-use crate::cuda::sift::plan::{JobLaunch, Plan, Taps};
+use crate::cuda::gpu::Gpu;
+use crate::cuda::sift::plan::{JobLaunch, Plan, StageLaunches, Taps};
 use crate::cuda::sift::shapes::{Kernels, Launch};
 use crate::error::Result;
 use crate::spec::scale_space::prefilter_threshold;
@@ -162,9 +163,25 @@ impl Views {
     }
 }
 
+/// The side branches of a frame's scale space: the big octaves' levels above n, and
+/// the small octaves' block.
+pub struct SideBranches {
+    pub tails: Branch,
+    pub small: Branch,
+}
+
+impl SideBranches {
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Ok(Self {
+            tails: Branch::new(gpu)?,
+            small: Branch::new(gpu)?,
+        })
+    }
+}
+
 pub fn enqueue(
     stream: &CudaStream,
-    branch: &Branch,
+    branches: &SideBranches,
     k: &Kernels,
     config: &SiftConfig,
     plan: &Plan,
@@ -214,22 +231,33 @@ pub fn enqueue(
                 max_radius: max_radius as i32,
                 padding: 0,
             };
-            if let Some(launch) = &stage.chained {
-                k.tiled(
-                    stream,
-                    k.blur_for(launch),
-                    launch,
-                    &params(launch, taps.chain_radius),
-                )?;
+            let stage_launches = |stream: &CudaStream, part: &StageLaunches| -> Result<()> {
+                if let Some(launch) = &part.chained {
+                    k.tiled(
+                        stream,
+                        k.blur_for(launch),
+                        launch,
+                        &params(launch, taps.chain_radius),
+                    )?;
+                }
+                if let Some(launch) = &part.stepped {
+                    k.tiled(
+                        stream,
+                        k.levels_for(launch),
+                        launch,
+                        &params(launch, taps.step_halo),
+                    )?;
+                }
+                Ok(())
+            };
+            // The tail reads levels of earlier stages only: it forks before this stage's
+            // chain, which then runs beside it.
+            if !stage.tail.is_empty() {
+                let side = branches.tails.fork(stream)?;
+                stage_launches(side, &stage.tail)?;
+                branches.tails.close()?;
             }
-            if let Some(launch) = &stage.stepped {
-                k.tiled(
-                    stream,
-                    k.levels_for(launch),
-                    launch,
-                    &params(launch, taps.step_halo),
-                )?;
-            }
+            stage_launches(stream, &stage.chain)?;
             // The small octaves start from the level this stage made, and run in one
             // block beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
@@ -245,9 +273,9 @@ pub fn enqueue(
                     n_taps: small.n_taps,
                     padding: 0,
                 };
-                let side = branch.fork(stream)?;
+                let side = branches.small.fork(stream)?;
                 k.small_octaves(side, k.small_octaves_config(small.shared_bytes), &params)?;
-                branch.close()?;
+                branches.small.close()?;
             }
         }
         let extrema = |octave_begin: i32, octave_end: i32| SiftExtremaParams {
@@ -262,11 +290,15 @@ pub fn enqueue(
             threshold: prefilter_threshold(config.contrast_threshold, n_layers as usize),
             padding: 0,
         };
-        // The big octaves' extrema run while the small octaves' block finishes.
+        // The big octaves' extrema wait for their last levels, and run while the small
+        // octaves' block finishes.
+        if plan.stages.iter().any(|stage| !stage.tail.is_empty()) {
+            branches.tails.join(stream)?;
+        }
         match plan.small_octaves {
             Some(small) => {
                 k.extrema(stream, &extrema(0, small.first_octave))?;
-                branch.join(stream)?;
+                branches.small.join(stream)?;
                 k.extrema(stream, &extrema(small.first_octave, n_octaves))?;
             }
             None => k.extrema(stream, &extrema(0, n_octaves))?,

@@ -25,7 +25,6 @@ pub use plan::{DeviceLimits, PlanBytes};
 
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
 use crate::cuda::abi::SUMMARY_WORDS;
-use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
@@ -36,6 +35,7 @@ use crate::extractor::{Extractor, Residency};
 use crate::image::{GrayImage, RawFrame};
 use crate::types::{Features, Match};
 
+use launch::SideBranches;
 use plan::{Plan, Taps};
 use resident::ResidentSets;
 use shapes::Kernels;
@@ -53,7 +53,7 @@ pub struct CudaSiftExtractor {
     graph: Option<FrameGraph>,
     clock: FrameClock,
     /// Where the small octaves' block runs, beside the bigger octaves' blur.
-    branch: Branch,
+    branches: SideBranches,
     /// Matching each frame with resident descriptors on the GPU, when asked.
     resident: Option<ResidentSets>,
     /// How the frames from now on are matched and kept.
@@ -79,10 +79,10 @@ impl CudaSiftExtractor {
         let kernels = Kernels::load(&gpu, taps.blur_shared_bytes(), taps.step_shared_bytes())?;
         gpu.log_pipeline("CUDA SIFT", unified);
         let clock = FrameClock::new(&gpu)?;
-        let branch = Branch::new(&gpu)?;
+        let branches = SideBranches::new(&gpu)?;
         Ok(Self {
             clock,
-            branch,
+            branches,
             config,
             gpu,
             unified,
@@ -142,7 +142,7 @@ impl CudaSiftExtractor {
     fn enqueue(&self, plan: &Plan) -> Result<()> {
         launch::enqueue(
             &self.gpu.stream,
-            &self.branch,
+            &self.branches,
             &self.kernels,
             &self.config,
             plan,

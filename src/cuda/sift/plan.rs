@@ -123,13 +123,29 @@ pub struct JobLaunch {
     pub max_radius: usize,
 }
 
-/// The launches of one stage of the big octaves' blur, one after the other: its jobs of
-/// one level from the level below (`sift_blur_dog_*`), and its steps of several levels
-/// from one source (`sift_levels_*`).
+/// The launches of one part of a stage of the big octaves' blur, one after the other:
+/// its jobs of one level from the level below (`sift_blur_dog_*`), and its steps of
+/// several levels from one source (`sift_levels_*`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct BlurStage {
+pub struct StageLaunches {
     pub chained: Option<JobLaunch>,
     pub stepped: Option<JobLaunch>,
+}
+
+impl StageLaunches {
+    pub fn is_empty(&self) -> bool {
+        self.chained.is_none() && self.stepped.is_none()
+    }
+}
+
+/// One stage of the big octaves' blur. `chain`: the levels up to n, which the next
+/// octave starts from, on the frame's stream; `tail`: the levels above n, which only
+/// feed their octave's last DoGs, on a side branch beside the chain, so that the next
+/// octaves do not wait for them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlurStage {
+    pub chain: StageLaunches,
+    pub tail: StageLaunches,
 }
 
 pub fn to_i32(value: usize, what: &str) -> Result<i32> {
@@ -665,7 +681,8 @@ fn blur_schedule(
     sms: usize,
     first_small: usize,
 ) -> Result<BlurSchedule> {
-    let mut by_stage: Vec<[Vec<LevelsJob>; 2]> = Vec::new();
+    // Per stage: chain chained, chain stepped, tail chained, tail stepped.
+    let mut by_stage: Vec<[Vec<LevelsJob>; 4]> = Vec::new();
     // The launch making level n of the octave before.
     let mut base_stage: Option<usize> = None;
     for o in 0..octaves.len().min(first_small) {
@@ -683,7 +700,8 @@ fn blur_schedule(
             if by_stage.len() <= stage {
                 by_stage.resize(stage + 1, Default::default());
             }
-            by_stage[stage][usize::from(!step.is_chained())].push(job);
+            let part = 2 * usize::from(step.is_tail(n)) + usize::from(!step.is_chained());
+            by_stage[stage][part].push(job);
             if step.last_level() == n {
                 base_stage = Some(stage);
             }
@@ -691,10 +709,16 @@ fn blur_schedule(
     }
     let mut jobs = Vec::new();
     let mut stages = Vec::new();
-    for [chained, stepped] in by_stage {
+    for [chained, stepped, tail_chained, tail_stepped] in by_stage {
         stages.push(BlurStage {
-            chained: job_launch(&mut jobs, chained)?,
-            stepped: job_launch(&mut jobs, stepped)?,
+            chain: StageLaunches {
+                chained: job_launch(&mut jobs, chained)?,
+                stepped: job_launch(&mut jobs, stepped)?,
+            },
+            tail: StageLaunches {
+                chained: job_launch(&mut jobs, tail_chained)?,
+                stepped: job_launch(&mut jobs, tail_stepped)?,
+            },
         });
     }
     let small_jobs = small_octave_jobs(octaves, taps, n, frame, first_small)?;
@@ -866,21 +890,30 @@ mod tests {
                 small_octaves,
             } = blur_schedule(&octaves, &taps, n, frame, sms, first_small).unwrap();
             let mut made_at = std::collections::HashMap::new();
+            let mut made_by_tail = std::collections::HashSet::new();
             let mut dogs = std::collections::HashSet::new();
-            let launches = |stage: &BlurStage| -> Vec<(JobLaunch, bool)> {
-                let chained = stage.chained.map(|l| (l, true));
-                chained
+            // (launch, chained kernel, on the tail branch)
+            let launches = |stage: &BlurStage| -> Vec<(JobLaunch, bool, bool)> {
+                [(stage.chain, false), (stage.tail, true)]
                     .into_iter()
-                    .chain(stage.stepped.map(|l| (l, false)))
+                    .flat_map(|(part, tail)| {
+                        let chained = part.chained.map(|l| (l, true, tail));
+                        chained
+                            .into_iter()
+                            .chain(part.stepped.map(|l| (l, false, tail)))
+                    })
                     .collect()
             };
+            let jobs_of = |launch: &JobLaunch| {
+                jobs[launch.first_job..launch.first_job + launch.n_jobs as usize].to_vec()
+            };
             for (s, stage) in stages.iter().enumerate() {
-                assert!(stage.chained.is_some() || stage.stepped.is_some(), "{case}");
-                let stage_jobs: Vec<LevelsJob> = launches(stage)
+                assert!(!stage.chain.is_empty() || !stage.tail.is_empty(), "{case}");
+                let stage_jobs: Vec<(LevelsJob, bool)> = launches(stage)
                     .iter()
-                    .flat_map(|(l, _)| jobs[l.first_job..l.first_job + l.n_jobs as usize].to_vec())
+                    .flat_map(|(l, _, tail)| jobs_of(l).into_iter().map(|job| (job, *tail)))
                     .collect();
-                for (launch, chained) in launches(stage) {
+                for (launch, chained, _) in launches(stage) {
                     let launch_jobs =
                         &jobs[launch.first_job..launch.first_job + launch.n_jobs as usize];
                     let tiles: usize = launch_jobs.iter().map(LevelsJob::tiles).sum();
@@ -893,12 +926,17 @@ mod tests {
                         assert_eq!(blurred == 1, chained, "{case}");
                     }
                 }
-                for job in &stage_jobs {
+                for (job, tail) in &stage_jobs {
                     if job.source == SOURCE_PLANE || job.source == SOURCE_PLANE_HALVED {
                         let made = made_at.get(&job.src_offset).copied();
                         assert!(
                             made.is_some_and(|m| m < s),
                             "{case}: stage {s} reads an unmade level"
+                        );
+                        // The chain does not wait for the tail branch.
+                        assert!(
+                            *tail || !made_by_tail.contains(&job.src_offset),
+                            "{case}: stage {s}'s chain reads a tail's level"
                         );
                     }
                     assert!(job.n_levels as usize <= MAX_STEP_LEVELS, "{case}");
@@ -909,10 +947,13 @@ mod tests {
                     assert!(job.tile_w % 4 == 0 && job.tile_h % 4 == 0, "{case}");
                     assert!((job.tile_w as u32).is_power_of_two(), "{case}");
                 }
-                for job in &stage_jobs {
+                for (job, tail) in &stage_jobs {
                     for k in 0..job.n_levels as usize {
                         if job.gauss_out[k] >= 0 {
                             assert!(made_at.insert(job.gauss_out[k], s).is_none(), "{case}");
+                            if *tail {
+                                made_by_tail.insert(job.gauss_out[k]);
+                            }
                         }
                         if job.dog_out[k] >= 0 {
                             assert!(k > 0, "{case}");
@@ -948,6 +989,7 @@ mod tests {
                     made_at.get(&small_jobs[0].src_offset),
                     Some(&small.after_stage)
                 );
+                assert!(!made_by_tail.contains(&small_jobs[0].src_offset), "{case}");
                 let mut previous: Option<&BlurJob> = None;
                 for job in &small_jobs {
                     assert!(job.radius <= small.pad, "{case}");

@@ -39,6 +39,12 @@ impl Step {
             == 1
     }
 
+    /// Whether it makes only levels above `n`, which no later octave starts from: its
+    /// source is level `n` or above.
+    pub fn is_tail(&self, n: usize) -> bool {
+        self.source.is_some_and(|level| level >= n)
+    }
+
     pub fn last_level(&self) -> usize {
         self.levels.last().map_or(0, |&(level, _)| level)
     }

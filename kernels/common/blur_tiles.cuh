@@ -87,6 +87,27 @@ __device__ __forceinline__ void load_interior(const T* source, int pitch, int st
     }
 }
 
+// The load of a tile away from the borders from the u8 frame, when its rows start
+// 4-byte aligned: a word (4 pixels) per item instead of a byte, the tile's columns
+// `x_first .. x_first + span_x - 1` of rows `y_first ..`, each pixel stored as a float
+// at its column of `input`.
+__device__ __forceinline__ void load_frame_words(const unsigned char* frame, int width,
+                                                 int x_first, int y_first, float* input,
+                                                 int stride, int span_x, int span_y) {
+    const unsigned* words = reinterpret_cast<const unsigned*>(frame);
+    const int first_word = x_first >> 2, row_words = width >> 2;
+    const int count = ((x_first + span_x + 3) >> 2) - first_word;
+    for_each_item(count, span_y, [&](int w, int ry) {
+        const unsigned v = __ldg(words + (y_first + ry) * row_words + first_word + w);
+        const int column = 4 * (first_word + w) - x_first;  // of the word's first pixel
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int c = column + b;
+            if (c >= 0 && c < span_x) input[ry * stride + c] = (float)((v >> (8 * b)) & 0xffu);
+        }
+    });
+}
+
 #if __CUDA_ARCH__ >= 800
 // The same load from a float plane as asynchronous copies straight into shared
 // memory (cp.async, sm_80 and later): every element of the tile is in flight at once
@@ -178,7 +199,9 @@ __device__ __forceinline__ void load_tile(const Job& job, const unsigned char* f
         const bool halved = job.source == SOURCE_PLANE_HALVED;
         const int pitch = halved ? 2 * job.src_width : job.src_width, step = halved ? 2 : 1;
         const int first = (y0 - h) * pitch + (x0 - h) * step;
-        if (job.source == SOURCE_FRAME)
+        if (job.source == SOURCE_FRAME && ((job.src_width | (int)(size_t)frame) & 3) == 0)
+            load_frame_words(frame, job.src_width, x0 - h, y0 - h, input, S, span_x, span_y);
+        else if (job.source == SOURCE_FRAME)
             load_interior<MAXR, LOAD_ROWS>(frame + first, pitch, step, input, S, span_x, span_y);
         else
 #if __CUDA_ARCH__ >= 800

@@ -87,11 +87,12 @@ __device__ __forceinline__ void blur_tile(
 
     // Horizontal: item = (RUN outputs x .. x + 3 of a row, row); output x + q's tap k reads
     // column x + q + C + k of the shifted layout, streamed a quad at a time.
-    // Tiles inside the level whose Gaussian and DoG are both stored at 16-byte aligned
-    // addresses (uniform per job) write a float4 of each per item, without tests.
-    const bool vector_stores = x0 + tw <= job.width && y0 + th <= job.height &&
-                               job.gauss_out >= 0 && job.dog_out >= 0 &&
-                               ((job.width | job.gauss_out | job.dog_out) & 3) == 0;
+    // Tiles inside the level whose planes (the Gaussian when stored, the DoG when there
+    // is one) start 16-byte aligned (uniform per job) write a float4 of each per item,
+    // without tests: octave 0's level 0 has no DoG, the last level no stored Gaussian.
+    const bool vector_stores =
+        x0 + tw <= job.width && y0 + th <= job.height &&
+        ((job.width | max(job.gauss_out, 0) | max(job.dog_out, 0)) & 3) == 0;
     const int quads_log2 = __ffs(tw) - 3;  // tw / RUN items per row, a power of two
     for (int item = threadIdx.x; item < th * (tw / RUN); item += blockDim.x) {
         const int y = item >> quads_log2, x = (item & ((tw >> 2) - 1)) * RUN;
@@ -102,8 +103,9 @@ __device__ __forceinline__ void blur_tile(
             make_float4(gauss.x - old.x, gauss.y - old.y, gauss.z - old.z, gauss.w - old.w);
         const int gx = x0 + x, gy = y0 + y, at = gy * job.width + gx;
         if (vector_stores) {  // most tiles
-            *reinterpret_cast<float4*>(pyramid + job.gauss_out + at) = gauss;
-            *reinterpret_cast<float4*>(pyramid + job.dog_out + at) = dog;
+            if (job.gauss_out >= 0)
+                *reinterpret_cast<float4*>(pyramid + job.gauss_out + at) = gauss;
+            if (job.dog_out >= 0) *reinterpret_cast<float4*>(pyramid + job.dog_out + at) = dog;
             continue;
         }
         if (gy >= job.height) continue;

@@ -220,36 +220,37 @@ pub fn enqueue(
     // the capacities the kernels are given, and the tables (octaves, jobs, taps) were
     // built for this plan's size.
     unsafe {
+        let params = |launch: &JobLaunch, max_radius: usize| SiftTiledParams {
+            jobs: job_table(launch.first_job),
+            frame,
+            pyramid,
+            taps: plan.taps.ptr,
+            n_jobs: launch.n_jobs,
+            total_tiles: launch.tiles as i32,
+            max_radius: max_radius as i32,
+            padding: 0,
+        };
+        // One part of a stage (its chain or its tail) on `stream`.
+        let stage_launches = |stream: &CudaStream, part: &StageLaunches| -> Result<()> {
+            if let Some(launch) = &part.chained {
+                k.tiled(
+                    stream,
+                    k.blur_for(launch),
+                    launch,
+                    &params(launch, taps.chain_radius),
+                )?;
+            }
+            if let Some(launch) = &part.stepped {
+                k.tiled(
+                    stream,
+                    k.levels_for(launch),
+                    launch,
+                    &params(launch, taps.step_halo),
+                )?;
+            }
+            Ok(())
+        };
         for (s, stage) in plan.stages.iter().enumerate() {
-            let params = |launch: &JobLaunch, max_radius: usize| SiftTiledParams {
-                jobs: job_table(launch.first_job),
-                frame,
-                pyramid,
-                taps: plan.taps.ptr,
-                n_jobs: launch.n_jobs,
-                total_tiles: launch.tiles as i32,
-                max_radius: max_radius as i32,
-                padding: 0,
-            };
-            let stage_launches = |stream: &CudaStream, part: &StageLaunches| -> Result<()> {
-                if let Some(launch) = &part.chained {
-                    k.tiled(
-                        stream,
-                        k.blur_for(launch),
-                        launch,
-                        &params(launch, taps.chain_radius),
-                    )?;
-                }
-                if let Some(launch) = &part.stepped {
-                    k.tiled(
-                        stream,
-                        k.levels_for(launch),
-                        launch,
-                        &params(launch, taps.step_halo),
-                    )?;
-                }
-                Ok(())
-            };
             // The tail reads levels of earlier stages only: it forks before this stage's
             // chain, which then runs beside it.
             if !stage.tail.is_empty() {

@@ -52,7 +52,8 @@ pub struct CudaSiftExtractor {
     plan: Option<Plan>,
     graph: Option<FrameGraph>,
     clock: FrameClock,
-    /// Where the small octaves' block runs, beside the bigger octaves' blur.
+    /// Where the big octaves' levels above n and the small octaves' block run, beside
+    /// the octave chain.
     branches: SideBranches,
     /// Matching each frame with resident descriptors on the GPU, when asked.
     resident: Option<ResidentSets>,

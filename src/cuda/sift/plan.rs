@@ -681,8 +681,8 @@ fn blur_schedule(
     sms: usize,
     first_small: usize,
 ) -> Result<BlurSchedule> {
-    // Per stage: chain chained, chain stepped, tail chained, tail stepped.
-    let mut by_stage: Vec<[Vec<LevelsJob>; 4]> = Vec::new();
+    // Per stage: [chain, tail], each [chained, stepped].
+    let mut by_stage: Vec<[[Vec<LevelsJob>; 2]; 2]> = Vec::new();
     // The launch making level n of the octave before.
     let mut base_stage: Option<usize> = None;
     for o in 0..octaves.len().min(first_small) {
@@ -700,8 +700,8 @@ fn blur_schedule(
             if by_stage.len() <= stage {
                 by_stage.resize(stage + 1, Default::default());
             }
-            let part = 2 * usize::from(step.is_tail(n)) + usize::from(!step.is_chained());
-            by_stage[stage][part].push(job);
+            by_stage[stage][usize::from(step.is_tail(n))][usize::from(!step.is_chained())]
+                .push(job);
             if step.last_level() == n {
                 base_stage = Some(stage);
             }
@@ -709,16 +709,16 @@ fn blur_schedule(
     }
     let mut jobs = Vec::new();
     let mut stages = Vec::new();
-    for [chained, stepped, tail_chained, tail_stepped] in by_stage {
+    let part_launches = |jobs: &mut Vec<LevelsJob>, [chained, stepped]: [Vec<LevelsJob>; 2]| {
+        Ok::<_, Error>(StageLaunches {
+            chained: job_launch(jobs, chained)?,
+            stepped: job_launch(jobs, stepped)?,
+        })
+    };
+    for [chain, tail] in by_stage {
         stages.push(BlurStage {
-            chain: StageLaunches {
-                chained: job_launch(&mut jobs, chained)?,
-                stepped: job_launch(&mut jobs, stepped)?,
-            },
-            tail: StageLaunches {
-                chained: job_launch(&mut jobs, tail_chained)?,
-                stepped: job_launch(&mut jobs, tail_stepped)?,
-            },
+            chain: part_launches(&mut jobs, chain)?,
+            tail: part_launches(&mut jobs, tail)?,
         });
     }
     let small_jobs = small_octave_jobs(octaves, taps, n, frame, first_small)?;

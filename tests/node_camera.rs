@@ -7,11 +7,11 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::listener::{HeardFeatures, HeardMatches, Peer, ResultListener};
 use common::peer::{self, test_data};
 use orbsift::{Backend, Config, GrayImage};
 use serde::Deserialize;
@@ -44,42 +44,8 @@ fn node(domain: u16, params: &[&str]) -> Command {
     command
 }
 
-/// One Features message as the listener summarises it.
-#[derive(Debug, Deserialize)]
-struct HeardFeatures {
-    stamp: (i32, u32),
-    frame_id: String,
-    width: u32,
-    height: u32,
-    keypoints: usize,
-    /// With `--full` only.
-    #[serde(default)]
-    x: Vec<f32>,
-    #[serde(default)]
-    descriptors: String,
-}
-
-/// One Matches message as the listener summarises it.
-#[derive(Debug, Deserialize)]
-struct HeardMatches {
-    stamp: (i32, u32),
-    frame_id: String,
-    train_stamp: (i32, u32),
-    train_frame_id: String,
-    mode: String,
-    query_idx: Vec<u32>,
-    train_idx: Vec<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Listened {
-    features: Vec<HeardFeatures>,
-    matches: Vec<HeardMatches>,
-    diagnostics: Option<HashMap<String, String>>,
-}
-
 /// What the node published before it exited by itself, as an independent subscriber
-/// (Cyclone DDS, tests/peer/result_listener.py) heard it.
+/// heard it.
 struct Heard {
     status: ExitStatus,
     log: String,
@@ -100,24 +66,7 @@ impl Heard {
 /// Subscribes first, starts the node, and listens until it exits (within 240 s);
 /// `full` asks for every keypoint's x and descriptor.
 fn run_and_listen(domain: u16, params: &[&str], full: bool) -> Heard {
-    let mut listener = Command::new(peer::python());
-    listener
-        .arg(peer::project_dir().join("tests/peer/result_listener.py"))
-        .args(["--domain", &domain.to_string()]);
-    if full {
-        listener.arg("--full");
-    }
-    let mut listener = listener
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the result listener");
-    let mut listener_log = BufReader::new(listener.stderr.take().unwrap());
-    let mut ready = String::new();
-    listener_log.read_line(&mut ready).unwrap();
-    assert_eq!(ready.trim(), "ready", "the result listener did not start");
-
+    let mut listener = ResultListener::start(Peer::CycloneDds, domain, full);
     let mut child = node(domain, params)
         .stderr(Stdio::piped())
         .spawn()
@@ -126,23 +75,14 @@ fn run_and_listen(domain: u16, params: &[&str], full: bool) -> Heard {
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            let _ = listener.kill();
+            listener.kill();
             panic!("orbsift_node did not finish the file within 240 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     // What was in flight when the node exited.
     std::thread::sleep(Duration::from_millis(500));
-    drop(listener.stdin.take());
-    let listened = listener.wait_with_output().unwrap();
-    let mut complaints = String::new();
-    listener_log.read_to_string(&mut complaints).unwrap();
-    assert!(
-        listened.status.success(),
-        "result listener: {}\n{complaints}",
-        listened.status
-    );
-    let listened: Listened = serde_json::from_slice(&listened.stdout).unwrap();
+    let listened = listener.finish();
     let output = child.wait_with_output().unwrap();
     Heard {
         status: output.status,

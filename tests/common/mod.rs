@@ -6,6 +6,7 @@ pub mod confinement;
 pub mod encoded;
 pub mod frames;
 pub mod invariance;
+pub mod listener;
 pub mod node_report;
 pub mod orb;
 pub mod peer;

@@ -67,7 +67,7 @@ pub fn in_ros_environment(program: &OsStr, args: &[&OsStr]) -> Command {
 /// Fast DDS set up for large samples as docs/ros-node.md tells users (and the launch
 /// file does): without it a 1.8 MB debug image overflows the default UDP receive buffer
 /// in one burst and a best-effort subscriber never gets one whole.
-fn with_large_data_profile(command: &mut Command) -> &mut Command {
+pub fn with_large_data_profile(command: &mut Command) -> &mut Command {
     command.env(
         "FASTRTPS_DEFAULT_PROFILES_FILE",
         project_dir().join("config/fastdds-large-data.xml"),

@@ -861,12 +861,12 @@ impl MessageReceiver {
     }
 
     match submessage {
-      ReaderSubmessage::AckNack(acknack, _) => {
+      ReaderSubmessage::AckNack(acknack, flags) => {
         // Note: This must not block, because the receiving end is the same thread,
         // i.e. blocking here is an instant deadlock.
         match self
           .acknack_sender
-          .try_send((self.source_guid_prefix, AckSubmessage::AckNack(acknack)))
+          .try_send((self.source_guid_prefix, AckSubmessage::AckNack(acknack, flags)))
         {
           Ok(_) => (),
           Err(TrySendError::Full(_)) => {

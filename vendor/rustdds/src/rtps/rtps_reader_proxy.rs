@@ -419,7 +419,7 @@ impl RtpsReaderProxy {
     last_available: SequenceNumber,
   ) {
     match ack_submessage {
-      AckSubmessage::AckNack(acknack) => {
+      AckSubmessage::AckNack(acknack, _) => {
         // Eliminate case that base = 0
         let new_all_acked_before = max(acknack.reader_sn_state.base(), SequenceNumber::from(1));
         // Sending acknack with sn_state base = 0 should not happen.
@@ -709,6 +709,8 @@ mod bounded_unsent_tests {
 
 #[cfg(test)]
 mod acknack_tests {
+  use enumflags2::BitFlags;
+
   use super::*;
   use crate::{
     messages::submessages::{ack_nack::AckNack, submessage::AckSubmessage},
@@ -729,7 +731,7 @@ mod acknack_tests {
       count: 1,
     };
 
-    rp.handle_ack_nack(&AckSubmessage::AckNack(ack), SequenceNumber::from(100));
+    rp.handle_ack_nack(&AckSubmessage::AckNack(ack, BitFlags::empty()), SequenceNumber::from(100));
 
     assert_eq!(rp.all_acked_before, SequenceNumber::from(10));
   }
@@ -746,7 +748,7 @@ mod acknack_tests {
       count: 1,
     };
 
-    rp.handle_ack_nack(&AckSubmessage::AckNack(ack), SequenceNumber::from(100));
+    rp.handle_ack_nack(&AckSubmessage::AckNack(ack, BitFlags::empty()), SequenceNumber::from(100));
 
     assert_eq!(rp.all_acked_before, SequenceNumber::from(50));
   }
@@ -764,7 +766,7 @@ mod acknack_tests {
       count: 0,
     };
 
-    rp.handle_ack_nack(&AckSubmessage::AckNack(ack), SequenceNumber::from(3));
+    rp.handle_ack_nack(&AckSubmessage::AckNack(ack, BitFlags::empty()), SequenceNumber::from(3));
 
     assert_eq!(rp.all_acked_before, SequenceNumber::from(4));
   }

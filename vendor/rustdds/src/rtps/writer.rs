@@ -23,7 +23,7 @@ use crate::{
       CountWithChange, DataWriterStatus, DomainParticipantStatusEvent, StatusChannelSender,
     },
   },
-  messages::submessages::submessages::AckSubmessage,
+  messages::submessages::{submessage_flag::ACKNACK_Flags, submessages::AckSubmessage},
   network::{udp_sender::UDPSender, util::IfAddr},
   polling::SharedTimer,
   rtps::{
@@ -1151,7 +1151,7 @@ impl Writer {
     }
 
     match ack_submessage {
-      AckSubmessage::AckNack(ref an) => {
+      AckSubmessage::AckNack(ref an, flags) => {
         // Update the ReaderProxy
         let last_seq = self.send_buffer.last_change_sequence_number(); // to avoid borrow problems
 
@@ -1272,9 +1272,16 @@ impl Writer {
           // An ACKNACK that requests nothing although the reader has not acknowledged
           // everything means the reader does not know what we have, typically a
           // preemptive ACKNACK from a reader that matched us after our HEARTBEAT.
-          // Answer now instead of at the next heartbeat period.
-          if an.reader_sn_state.iter().next().is_none() && reader_proxy.all_acked_before <= last_seq
-          {
+          // Answer now instead of at the next heartbeat period. A reader that asks
+          // for an answer (Final clear) gets one even while we hold nothing: a
+          // volatile reader starts its session at the first HEARTBEAT it hears
+          // (Cyclone DDS skips everything up to its last sequence number), so
+          // without this answer the HEARTBEAT after our first sample would make it
+          // skip the samples queued behind that one. The answer asks for no ACKNACK
+          // back when the reader is up to date, so the exchange cannot ping-pong.
+          let reader_behind = reader_proxy.all_acked_before <= last_seq;
+          let answer_asked = !flags.contains(ACKNACK_Flags::Final);
+          if an.reader_sn_state.iter().next().is_none() && (reader_behind || answer_asked) {
             let hb_message = MessageBuilder::new()
               .ts_msg(self.endianness, Some(Timestamp::now()))
               .heartbeat_msg(
@@ -1284,8 +1291,8 @@ impl Writer {
                 self.next_heartbeat_count(),
                 self.endianness,
                 reader_guid.entity_id,
-                false, // final_flag: request ACKNACK
-                false, // liveliness_flag
+                !reader_behind, // final_flag: an ACKNACK only if the reader lacks data
+                false,          // liveliness_flag
               )
               .add_header_and_build(self.my_guid.prefix);
             self.send_control_to_readers(
@@ -2899,9 +2906,10 @@ mod tests {
           reader_sn_state: SequenceNumberSet::from_base_and_set(SequenceNumber::new(1), &requested),
           count,
         };
-        self
-          .writer
-          .handle_ack_nack(self.reader_guid.prefix, &AckSubmessage::AckNack(ack_nack));
+        self.writer.handle_ack_nack(
+          self.reader_guid.prefix,
+          &AckSubmessage::AckNack(ack_nack, ACKNACK_Flags::Final.into()),
+        );
       }
 
       // Timed events addressed to our reader that expire within `max_wait`.

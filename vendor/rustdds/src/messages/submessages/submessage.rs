@@ -122,7 +122,8 @@ impl<C: Context> Writable<C> for InterpreterSubmessage {
 
 #[derive(Debug)]
 pub enum AckSubmessage {
-  AckNack(AckNack),
+  // The flags say whether the reader asks for an answer (Final clear).
+  AckNack(AckNack, BitFlags<ACKNACK_Flags>),
   #[allow(dead_code)] // Functionality not yet implemented
   NackFrag(NackFrag),
 }
@@ -130,7 +131,7 @@ pub enum AckSubmessage {
 impl AckSubmessage {
   pub fn writer_id(&self) -> EntityId {
     match self {
-      AckSubmessage::AckNack(a) => a.writer_id,
+      AckSubmessage::AckNack(a, _) => a.writer_id,
       AckSubmessage::NackFrag(a) => a.writer_id,
     }
   }

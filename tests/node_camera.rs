@@ -1,5 +1,6 @@
 //! orbsift_node reading a video or an image sequence itself (`input.source: camera`),
-//! heard by a DDS subscriber: one Features message per frame of the file (frames
+//! heard by a subscriber of another DDS (Cyclone DDS; for the video also a ROS 2 node,
+//! rclpy over Fast DDS): one Features message per frame of the file (frames
 //! counted by the pip OpenCV, not the library the node links), temporal Matches
 //! between consecutive frames, a clean exit at the end; start-up failures exit
 //! non-zero with the culprit named.
@@ -28,9 +29,9 @@ fn count_frames(video: &Path) -> VideoFrames {
     peer::run("video_frames.py", &[video.as_os_str()])
 }
 
-/// A DDS domain per test, so tests running at once do not hear each other.
+/// A DDS domain per test (`test` < 5), so tests running at once do not hear each other.
 fn domain(test: u32) -> u16 {
-    (60 + (std::process::id() % 30) * 4 + test) as u16
+    (60 + (std::process::id() % 30) * 5 + test) as u16
 }
 
 fn node(domain: u16, params: &[&str]) -> Command {
@@ -63,10 +64,10 @@ impl Heard {
     }
 }
 
-/// Subscribes first, starts the node, and listens until it exits (within 240 s);
-/// `full` asks for every keypoint's x and descriptor.
-fn run_and_listen(domain: u16, params: &[&str], full: bool) -> Heard {
-    let mut listener = ResultListener::start(Peer::CycloneDds, domain, full);
+/// `listener` subscribes first, then the node starts, and `listener` listens until it
+/// exits (within 240 s); `full` asks for every keypoint's x and descriptor.
+fn run_and_listen(listener: Peer, domain: u16, params: &[&str], full: bool) -> Heard {
+    let mut listener = ResultListener::start(listener, domain, full);
     let mut child = node(domain, params)
         .stderr(Stdio::piped())
         .spawn()
@@ -103,12 +104,22 @@ fn hex(bytes: &[u8]) -> String {
 
 #[test]
 fn every_frame_of_a_video_file_gives_features_and_temporal_matches() {
+    every_frame_of_a_video_file_is_heard_by(Peer::CycloneDds, domain(0));
+}
+
+#[test]
+fn a_ros_2_node_hears_every_frame_of_a_video_file() {
+    every_frame_of_a_video_file_is_heard_by(Peer::Rclpy, domain(4));
+}
+
+fn every_frame_of_a_video_file_is_heard_by(listener: Peer, domain: u16) {
     let video = test_data("vtest_6s.avi");
     let truth = count_frames(&video);
     assert!(truth.frames >= 30, "{truth:?}");
     let video_param = format!("input.device:={}", video.display());
     let heard = run_and_listen(
-        domain(0),
+        listener,
+        domain,
         &[
             &video_param,
             "input.realtime:=false",
@@ -179,7 +190,12 @@ fn an_image_sequence_is_read_in_order_and_converted_as_the_library_reads_files()
     }
     let pattern = dir.path().join("frame_%03d.png");
     let param = format!("input.device:={}", pattern.display());
-    let heard = run_and_listen(domain(1), &[&param, "input.realtime:=false"], true);
+    let heard = run_and_listen(
+        Peer::CycloneDds,
+        domain(1),
+        &[&param, "input.realtime:=false"],
+        true,
+    );
     assert!(heard.status.success(), "{}\n{}", heard.status, heard.log);
     assert_eq!(heard.features.len(), sources.len(), "{}", heard.log);
 
@@ -207,7 +223,12 @@ fn a_gstreamer_pipeline_is_read_and_its_silence_ends_the_node_without_spinning()
     let pipeline = "input.device:=videotestsrc pattern=ball num-buffers=20 \
         ! video/x-raw,width=320,height=240 ! videoconvert ! video/x-raw,format=BGR ! appsink";
     let started = Instant::now();
-    let heard = run_and_listen(domain(3), &[pipeline, "input.frame_id:=gst"], false);
+    let heard = run_and_listen(
+        Peer::CycloneDds,
+        domain(3),
+        &[pipeline, "input.frame_id:=gst"],
+        false,
+    );
     // A live source does not wait for subscribers: the first frames may go out before
     // discovery has matched the listener, so every frame is counted by the node itself.
     assert_eq!(heard.diagnostic("frames_processed"), "20", "{}", heard.log);

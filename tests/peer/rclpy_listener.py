@@ -15,12 +15,7 @@ from orbsift_msgs.msg import Features, Matches
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-# More than the node publishes while a test listens: nothing is displaced by history.
-DEPTH = 1000
-
-
-def stamp(header):
-    return [header.stamp.sec, header.stamp.nanosec]
+from heard import DEPTH, diagnostics_values, features_entry, matches_entry
 
 
 def main():
@@ -33,27 +28,14 @@ def main():
     reliable = QoSProfile(depth=DEPTH, reliability=ReliabilityPolicy.RELIABLE)
     heard = {"features": [], "matches": [], "diagnostics": None}
 
-    def on_features(f):
-        entry = {"stamp": stamp(f.header), "frame_id": f.header.frame_id,
-                 "width": f.image_width, "height": f.image_height, "keypoints": len(f.x)}
-        if args.full:
-            entry["x"] = list(f.x)
-            entry["descriptors"] = bytes(f.descriptors).hex()
-        heard["features"].append(entry)
-
-    def on_matches(m):
-        heard["matches"].append({
-            "stamp": stamp(m.header), "frame_id": m.header.frame_id,
-            "train_stamp": stamp(m.train_header), "train_frame_id": m.train_header.frame_id,
-            "mode": m.mode, "query_idx": list(m.query_idx), "train_idx": list(m.train_idx)})
-
-    def on_diagnostics(report):
-        heard["diagnostics"] = {kv.key: kv.value for status in report.status
-                                for kv in status.values}
-
-    node.create_subscription(Features, "features", on_features, reliable)
-    node.create_subscription(Matches, "matches", on_matches, reliable)
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, reliable)
+    node.create_subscription(Features, "features",
+                             lambda f: heard["features"].append(features_entry(f, args.full)),
+                             reliable)
+    node.create_subscription(Matches, "matches",
+                             lambda m: heard["matches"].append(matches_entry(m)), reliable)
+    node.create_subscription(DiagnosticArray, "/diagnostics",
+                             lambda report: heard.update(diagnostics=diagnostics_values(report)),
+                             reliable)
     print("ready", file=sys.stderr, flush=True)
 
     stdin_closed = threading.Event()

@@ -1,7 +1,7 @@
 """Listens to what an orbsift_node publishes, as a Cyclone DDS subscriber that is not
 orbsift: `features`, `matches` and `/diagnostics` (reliable, deep history), from before
 the node starts until this script's stdin closes; then prints one JSON document for
-tests/node_camera.rs to judge. Prints `ready` on stderr once its readers exist.
+tests/common/listener.rs to read. Prints `ready` on stderr once its readers exist.
 
 With --full, each Features entry carries its x coordinates and its descriptors (hex).
 """
@@ -16,29 +16,8 @@ from cyclonedds.domain import DomainParticipant
 from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
+from heard import DEPTH, diagnostics_values, features_entry, matches_entry
 from ros_msgs import DiagnosticArray, Features, Matches, qos
-
-# More than the node publishes while a test polls: nothing is displaced by history.
-DEPTH = 1000
-
-
-def stamp(header):
-    return [header.stamp.sec, header.stamp.nanosec]
-
-
-def features_entry(f, full):
-    entry = {"stamp": stamp(f.header), "frame_id": f.header.frame_id,
-             "width": f.image_width, "height": f.image_height, "keypoints": len(f.x)}
-    if full:
-        entry["x"] = list(f.x)
-        entry["descriptors"] = bytes(f.descriptors).hex()
-    return entry
-
-
-def matches_entry(m):
-    return {"stamp": stamp(m.header), "frame_id": m.header.frame_id,
-            "train_stamp": stamp(m.train_header), "train_frame_id": m.train_header.frame_id,
-            "mode": m.mode, "query_idx": list(m.query_idx), "train_idx": list(m.train_idx)}
 
 
 def main():
@@ -68,8 +47,7 @@ def main():
         for report in diagnostics.take(N=100):
             if not isinstance(report, DiagnosticArray):
                 continue
-            heard["diagnostics"] = {kv.key: kv.value for status in report.status
-                                    for kv in status.values}
+            heard["diagnostics"] = diagnostics_values(report)
         if done:
             break
         time.sleep(0.01)

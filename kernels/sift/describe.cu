@@ -5,31 +5,25 @@
 // of margin, so strips of 32 lanes hold window samples, not bounding-box
 // corners), each warp taking every W-th strip (W = warps per block): a warp alone would
 // leave the largest windows on one long chain. A sample's eight trilinear votes go to
-// a 2x2x2 block of bins of the (4+2)x(4+2)x(8+2) histogram, named by its first bin
-// (the key): lanes with equal keys are summed by the multi-key warp reduction, and
-// each group's writer adds vote v to its warp's v-th sub-histogram, indexed by key.
-// Writers of one strip have distinct keys, so their eight writes touch distinct words:
-// no atomics, no ordering between votes, and a writer's eight read-modify-writes
-// overlap. The histogram bin (r, c, o) is then the sum, in a fixed order (warp, then
-// vote), of the sub-histogram entries at the keys that vote into it (the wrap bin o = 8
-// folded into o = 0), so the sums are the same every run. The clamp, renormalisation
-// (RootSIFT when asked) and u8 quantisation run across the first warp.
+// a 2x2x2 block of bins of the (4+2)x(4+2)x8 histogram (the wrap bin o = 8 folded into
+// o = 0 as the vote is cast), added in fixed point by shared-memory integer atomics:
+// integer sums do not depend on the order of the votes, so the descriptor is the same
+// every run and on any number of SMs without ordering them. The clamp,
+// renormalisation (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
 #include "common/gradient.cuh"
 #include "common/read_only.cuh"
 #include "common/row_runs.cuh"
 #include "common/sift_params.cuh"
-#include "common/warp_reduce_by_key.cuh"
 
-// The descriptor's shape and the votes per sample are -D defines from src/cuda/abi.rs
-// (DESCRIPTOR_SPATIAL_BINS, DESCRIPTOR_ORIENTATION_BINS, DESCRIBE_VOTES).
+// The descriptor's shape is -D defines from src/cuda/abi.rs (DESCRIPTOR_SPATIAL_BINS,
+// DESCRIPTOR_ORIENTATION_BINS).
 #define D DESCRIPTOR_SPATIAL_BINS        // spatial bins a side (4)
 #define N DESCRIPTOR_ORIENTATION_BINS    // orientation bins (8)
 #define LENGTH (D * D * N)               // 128
-#define KEY_ROW ((D + 1) * N)            // key stride of one spatial row (first bins -1 .. D-1)
-#define KEYS ((D + 1) * KEY_ROW)         // 200 first bins
-#define VOTES DESCRIBE_VOTES             // sub-histograms a warp, one per trilinear vote
+#define SIDE (D + 2)                     // spatial bins a side with the margin (-1 .. D)
+#define BINS (SIDE * SIDE * N)           // 288
 // Half the side of the sampled square, in bins: r_rot and c_rot within (-2.5, 2.5).
 #define HALF_SIDE ((float)(D / 2) + 0.5f)
 // From a rotated offset in bins to the bin coordinate (bin 0 from 0 to 1).
@@ -54,16 +48,28 @@ __device__ __forceinline__ void cut_to_band(float slope, float offset, float& lo
     hi = fminf(hi, ceilf(fmaxf(a, b)) + 1.f);
 }
 
+// The factor from a vote to its fixed-point count. A bin's sum is at most the window's
+// whole weighted magnitude: a gradient of a level whose values lie in [0, 255] is
+// shorter than 255 * sqrt(2) < 2^9, and the Gaussian weights exp(-(i^2 + j^2) / (2 s^2)),
+// s = D / 2 bins, sum over the pixel grid to at most (1 + sqrt(2 pi) s)^2. That bound
+// is put at 2^30: with the votes' roundings (half a count each) no sum reaches 2^31.
+__device__ __forceinline__ float fixed_point_scale(float bin_width) {
+    const float s = 0.5f * (float)D * bin_width;
+    const float weights = (1.f + 2.50662827f * s) * (1.f + 2.50662827f * s);
+    return 1073741824.f / (512.f * weights);
+}
+
 extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
-    // Per warp: VOTES sub-histograms of KEYS first bins; then the block's LENGTH values.
-    extern __shared__ float shared[];
-    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-    float* sub = shared + (threadIdx.x >> 5) * (VOTES * KEYS);
-    float* gathered = shared + warps * (VOTES * KEYS);
+    // The histogram, bin (r, c, o) at (r + 1, c + 1, o), in fixed-point counts.
+    __shared__ int histogram[BINS];
+    const int lane = threadIdx.x & 31;
     const int n = (int)__ldg(p.out_count);
-    // The queue's read of the next keypoint follows the gather's __syncthreads().
+    // The queue's read of the next keypoint follows the epilogue's reads of the
+    // histogram: clearing it waits for both (the queue's barrier, then this one).
     for (int kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, -1); kp < n;
          kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, kp)) {
+        for (int b = threadIdx.x; b < BINS; b += blockDim.x) histogram[b] = 0;
+        __syncthreads();
         const int packed = __ldg(&p.out_octave_layer[kp]);
         const SiftOctave oct = ldg_words(&p.octaves[packed_octave(packed)]);
         const int w = oct.width, h = oct.height;
@@ -90,9 +96,7 @@ extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
             -1.44269504f / ((float)D * (float)D * 0.5f * bin_width * bin_width);
         const float bins_per_degree = (float)N / 360.f;
         const float ori_bins = ori * bins_per_degree;
-        for (int b = lane; b < VOTES * KEYS / 4; b += 32)
-            reinterpret_cast<float4*>(sub)[b] = make_float4(0.f, 0.f, 0.f, 0.f);
-        __syncwarp();
+        const float to_counts = fixed_point_scale(bin_width);
         for (int top = -reach; top <= reach; top += 32) {
             // This lane's row of the batch and its run of columns.
             const int row = top + lane;
@@ -111,69 +115,43 @@ extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
                 // The rotated offset in bins, shifted so that bin 0 starts at 0.
                 const float rbin = fmaf(fj, sin_t, fmaf(fi, cos_t, BIN_SHIFT));
                 const float cbin = fmaf(fj, cos_t, fmaf(-fi, sin_t, BIN_SHIFT));
-                int key = -1;
-                float votes[VOTES];
+                if (sample >= total || !(rbin > -1.f && rbin < (float)D && cbin > -1.f &&
+                                         cbin < (float)D))
+                    continue;
+                // c_rot^2 + r_rot^2 = (i^2 + j^2) / bin_width^2: a rotation keeps lengths.
+                const WeightedGradient g = weighted_gradient(
+                    image, (unsigned int)((py + i) * w + px + j), w,
+                    fmaf(fi, fi, fj * fj) * log2_weight_scale);
+                const float obin = fmaf(g.degrees, bins_per_degree, -ori_bins);
+                const float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
+                const float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
+                const int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
+                int* cell = histogram + (((int)r0 + 1) * SIDE + (int)c0 + 1) * N;
+                // Vote (dr, dc, do) as src/cpu/sift/descriptor.rs weighs it; each weight
+                // pair as x * f, x - x * f.
+                const float m = g.magnitude * to_counts;
+                const float by_row[2] = {m - m * fr, m * fr};
 #pragma unroll
-                for (int v = 0; v < VOTES; ++v) votes[v] = 0.f;
-                if (sample < total && rbin > -1.f && rbin < (float)D && cbin > -1.f &&
-                    cbin < (float)D) {
-                    // c_rot^2 + r_rot^2 = (i^2 + j^2) / bin_width^2: a rotation keeps lengths.
-                    const WeightedGradient g = weighted_gradient(
-                        image, (unsigned int)((py + i) * w + px + j), w,
-                        fmaf(fi, fi, fj * fj) * log2_weight_scale);
-                    const float obin = fmaf(g.degrees, bins_per_degree, -ori_bins);
-                    const float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
-                    const float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
-                    const int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
-                    key = ((int)r0 + 1) * KEY_ROW + ((int)c0 + 1) * N + o;
-                    // Vote v = (dr, dc, do) = (v >> 2, (v >> 1) & 1, v & 1) as
-                    // src/cpu/sift/descriptor.rs; each weight pair as x * f, x - x * f.
-                    float by_row[2], by_cell[4];
-                    by_row[1] = g.magnitude * fr;
-                    by_row[0] = g.magnitude - by_row[1];
+                for (int dr = 0; dr < 2; ++dr) {
+                    const float by_cell[2] = {by_row[dr] - by_row[dr] * fc, by_row[dr] * fc};
 #pragma unroll
-                    for (int dr = 0; dr < 2; ++dr) {
-                        by_cell[2 * dr + 1] = by_row[dr] * fc;
-                        by_cell[2 * dr] = by_row[dr] - by_cell[2 * dr + 1];
-                    }
-#pragma unroll
-                    for (int cell = 0; cell < 4; ++cell) {
-                        votes[2 * cell + 1] = by_cell[cell] * fo;
-                        votes[2 * cell] = by_cell[cell] - votes[2 * cell + 1];
+                    for (int dc = 0; dc < 2; ++dc) {
+                        int* bins = cell + (dr * SIDE + dc) * N;
+                        const float upper = by_cell[dc] * fo;
+                        atomicAdd(bins + o, __float2int_rn(by_cell[dc] - upper));
+                        atomicAdd(bins + ((o + 1) & (N - 1)), __float2int_rn(upper));
                     }
                 }
-                if (!__any_sync(0xffffffffu, key >= 0)) continue;  // margin samples only
-                unsigned int peers = warp_reduce_by_key(key, votes);
-                if (key >= 0 && reduce_by_key_writer(peers)) {
-#pragma unroll
-                    for (int v = 0; v < VOTES; ++v) sub[v * KEYS + key] += votes[v];
-                }
-                __syncwarp();  // the next strip's writers may add to these words
             }
-        }
-        __syncthreads();
-        // Gather the 128 values, bin b = 8 * cell + o of spatial cell (r, c) (from 1).
-        // Bin (r, c, o) of the histogram takes vote (dr, dc, do) of key
-        // (r - dr, c - dc, o - do), o - do taken mod N: the wrap bin folded in.
-        for (int b = threadIdx.x; b < LENGTH; b += blockDim.x) {
-            const int cell = b / N, o = b % N, r = cell / D + 1, c = cell % D + 1;
-            float v = 0.f;
-            for (int wp = 0; wp < warps; ++wp) {
-#pragma unroll
-                for (int vote = 0; vote < VOTES; ++vote) {
-                    const int dr = vote >> 2, dc = (vote >> 1) & 1, dor = vote & 1;
-                    v += shared[wp * (VOTES * KEYS) + vote * KEYS + (r - dr) * KEY_ROW +
-                                (c - dc) * N + (o - dor + N) % N];
-                }
-            }
-            gathered[b] = v;
         }
         __syncthreads();
         if (threadIdx.x >= 32) continue;
         // Lane l holds bins 4l .. 4l+3, all of spatial cell l / 2.
+        const int cell = 4 * lane / N, r = cell / D + 1, c = cell % D + 1;
+        const int* bins = histogram + (r * SIDE + c) * N + 4 * lane % N;
         float values[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) values[q] = gathered[4 * lane + q];
+        for (int q = 0; q < 4; ++q) values[q] = (float)bins[q];
         float norm = sqrtf(warp_sum(values[0] * values[0] + values[1] * values[1] +
                                     values[2] * values[2] + values[3] * values[3]));
         const float clamp = norm * 0.2f;

@@ -143,9 +143,6 @@ pub const ORIENTATION_BINS: usize = 36;
 /// The descriptor's spatial bins a side and orientation bins (`spec::sift_descriptor`).
 pub const DESCRIPTOR_SPATIAL_BINS: usize = sift_descriptor::SPATIAL_BINS;
 pub const DESCRIPTOR_ORIENTATION_BINS: usize = sift_descriptor::ORIENTATION_BINS;
-/// Sub-histograms of a `sift_describe` warp: one for each of a sample's eight
-/// trilinear votes (2 x 2 x 2 neighbouring bins).
-pub const DESCRIBE_VOTES: usize = 8;
 /// Words `sift_place` writes to the summary the host reads back: the kept count, then
 /// the first four [`SiftCounters`].
 pub const SUMMARY_WORDS: usize = 5;
@@ -176,7 +173,6 @@ pub const SIFT_DEFINES: &[Define] = &[
     define!(ORIENTATION_BINS),
     define!(DESCRIPTOR_SPATIAL_BINS),
     define!(DESCRIPTOR_ORIENTATION_BINS),
-    define!(DESCRIBE_VOTES),
     define!(SUMMARY_WORDS),
     define!(SOURCE_PLANE),
     define!(SOURCE_PLANE_HALVED),

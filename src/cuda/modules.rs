@@ -55,7 +55,6 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/hamming.cuh"),
     kernel_file!("common/sift_octaves.cuh"),
     kernel_file!("common/fast_atan2.cuh"),
-    kernel_file!("common/warp_reduce_by_key.cuh"),
     kernel_file!("common/harris.cuh"),
     kernel_file!("common/row_runs.cuh"),
     kernel_file!("common/block_queue.cuh"),

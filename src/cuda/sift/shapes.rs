@@ -7,31 +7,19 @@ use std::ffi::c_int;
 
 use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig};
 
-use crate::cuda::abi::{
-    BLUR_THREADS, DESCRIBE_VOTES, DESCRIPTOR_ORIENTATION_BINS, DESCRIPTOR_SPATIAL_BINS,
-    ORIENTATION_BINS, RANK_TILE, SMALL_THREADS,
-};
+use crate::cuda::abi::{BLUR_THREADS, ORIENTATION_BINS, RANK_TILE, SMALL_THREADS};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::GrayKernel;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::sift::plan::{DeviceLimits, JobLaunch, BLUR_KERNEL_RADII, STEP_KERNEL_RADII};
 use crate::error::Result;
-use crate::spec::sift_descriptor;
 
 const WARP: u32 = 32;
-/// Shared floats: orientation, a histogram column per thread (rows padded by one), a
-/// histogram sum per warp and the block's smoothed histogram; descriptor, 8 per-vote
-/// sub-histograms of 5 x 5 x 8 first bins per warp and the block's 128 gathered values
-/// (`KEYS` and `LENGTH` of kernels/sift/describe.cu).
-const DESCRIBE_FLOATS_PER_WARP: usize =
-    DESCRIBE_VOTES * (DESCRIPTOR_SPATIAL_BINS + 1).pow(2) * DESCRIPTOR_ORIENTATION_BINS;
-const DESCRIBE_VALUES: usize = sift_descriptor::LENGTH;
 /// Warps that share one keypoint in the orientation kernel, at most: beyond this most
 /// keypoints' windows leave warps idle.
 const ORIENTATION_MAX_THREADS: u32 = 4 * WARP;
 /// Warps that share one keypoint in the descriptor kernel: a warp alone spends ~120 us
-/// on the largest windows (H200), so the block's warps split every window; 8 warps fit
-/// half as many blocks per SM and were no faster (H200, 1080p: 0.464 ms, 4 warps 0.461).
+/// on the largest windows (H200), so the block's warps split every window.
 const DESCRIBE_THREADS: u32 = 4 * WARP;
 /// Kernels with a thread per candidate or keypoint (thousands, not millions): small
 /// blocks, so the work spreads over every SM.
@@ -44,14 +32,11 @@ extern "C" fn no_shared_memory(_block: c_int) -> usize {
     0
 }
 
+/// Shared floats of orientation: a histogram column per thread (rows padded by one), a
+/// histogram sum per warp and the block's smoothed histogram.
 extern "C" fn orientation_shared_memory(block: c_int) -> usize {
     let threads = block.max(0) as usize;
     (threads + 1 + threads / WARP as usize + 1) * ORIENTATION_BINS * 4
-}
-
-/// Shared bytes of a descriptor block of `threads`.
-const fn describe_shared_memory(threads: u32) -> u32 {
-    ((threads / WARP) as usize * DESCRIBE_FLOATS_PER_WARP + DESCRIBE_VALUES) as u32 * 4
 }
 
 /// A kernel and how it is launched.
@@ -255,12 +240,7 @@ impl Kernels {
                 no_shared_memory,
                 ITEM_MAX_THREADS,
             )?,
-            describe: fixed(
-                "sift_describe",
-                "sift_describe",
-                DESCRIBE_THREADS,
-                describe_shared_memory(DESCRIBE_THREADS),
-            )?,
+            describe: fixed("sift_describe", "sift_describe", DESCRIBE_THREADS, 0)?,
         })
     }
 }

@@ -17,11 +17,22 @@ macro_rules! ros_message {
             const NAME: &'static str = $name;
         }
     };
+    ($package:literal, $message:ident, encoded by $encode:path) => {
+        impl RosMessage for $message {
+            const PACKAGE: &'static str = $package;
+            const NAME: &'static str = stringify!($message);
+
+            fn to_cdr(&self) -> std::result::Result<Vec<u8>, cdr::Error> {
+                $encode(self)
+            }
+        }
+    };
 }
 
 mod convert;
 mod orbsift;
 pub mod rcl_interfaces;
+mod sequence_cdr;
 mod standard;
 
 pub use convert::{
@@ -48,11 +59,16 @@ pub trait RosMessage: Serialize + DeserializeOwned + Send + 'static {
     fn dds_type_name() -> String {
         format!("{}::msg::dds_::{}_", Self::PACKAGE, Self::NAME)
     }
+
+    /// Little-endian CDR with its encapsulation header, through serde.
+    fn to_cdr(&self) -> std::result::Result<Vec<u8>, cdr::Error> {
+        cdr::serialize::<_, _, cdr::CdrLe>(self, cdr::Infinite)
+    }
 }
 
 /// Encodes `message` as little-endian CDR with its encapsulation header.
 pub fn encode<M: RosMessage>(message: &M) -> Result<Vec<u8>> {
-    cdr::serialize::<_, _, cdr::CdrLe>(message, cdr::Infinite).map_err(|source| {
+    message.to_cdr().map_err(|source| {
         Error::Transport(TransportError::Cdr {
             message: M::NAME,
             source,

@@ -24,7 +24,7 @@ pub struct Features {
     pub descriptors: Vec<u8>,
 }
 
-ros_message!("orbsift_msgs", Features);
+ros_message!("orbsift_msgs", Features, encoded by super::sequence_cdr::features);
 
 /// `orbsift_msgs/Matches`: index pairs into the query and train Features.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -37,4 +37,4 @@ pub struct Matches {
     pub distance: Vec<f32>,
 }
 
-ros_message!("orbsift_msgs", Matches);
+ros_message!("orbsift_msgs", Matches, encoded by super::sequence_cdr::matches);

@@ -285,3 +285,86 @@ fn image_data_is_encoded_as_a_cdr_sequence_of_bytes() {
     assert_eq!(tail, &data[..]);
     assert_eq!(&head[head.len() - 4..], &256u32.to_le_bytes());
 }
+
+mod sequence_cdr {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::Extractor;
+
+    /// What serde writes through the `cdr` crate: the encoding the sequence writer
+    /// must reproduce byte for byte.
+    fn serde_cdr<M: Serialize>(message: &M) -> Vec<u8> {
+        cdr::serialize::<_, _, cdr::CdrLe>(message, cdr::Infinite).unwrap()
+    }
+
+    fn any_header() -> impl Strategy<Value = Header> {
+        (any::<i32>(), any::<u32>(), ".{0,9}").prop_map(|(sec, nanosec, frame_id)| Header {
+            stamp: Time { sec, nanosec },
+            frame_id,
+        })
+    }
+
+    proptest! {
+        /// Strings of every length modulo 4 and arrays of any length, so each field
+        /// meets every alignment.
+        #[test]
+        fn features_are_the_bytes_serde_writes(
+            header in any_header(),
+            width in any::<u32>(),
+            algorithm in ".{0,6}",
+            floats in vec(vec(any::<f32>(), 0..9), 5),
+            octave in vec(any::<i32>(), 0..9),
+            descriptor_type in ".{0,7}",
+            descriptor_size in any::<u32>(),
+            descriptors in vec(any::<u8>(), 0..70),
+        ) {
+            let message = Features {
+                header,
+                image_width: width,
+                image_height: width / 3,
+                algorithm,
+                x: floats[0].clone(),
+                y: floats[1].clone(),
+                size: floats[2].clone(),
+                angle: floats[3].clone(),
+                response: floats[4].clone(),
+                octave,
+                descriptor_type,
+                descriptor_size,
+                descriptors,
+            };
+            let bytes = encode(&message).unwrap();
+            prop_assert_eq!(&bytes, &serde_cdr(&message));
+            prop_assert_eq!(decode::<Features>(&bytes).unwrap(), message);
+        }
+
+        #[test]
+        fn matches_are_the_bytes_serde_writes(
+            header in any_header(),
+            train_header in any_header(),
+            mode in ".{0,9}",
+            query_idx in vec(any::<u32>(), 0..9),
+            train_idx in vec(any::<u32>(), 0..9),
+            distance in vec(any::<f32>(), 0..9),
+        ) {
+            let message = Matches { header, train_header, mode, query_idx, train_idx, distance };
+            let bytes = encode(&message).unwrap();
+            prop_assert_eq!(&bytes, &serde_cdr(&message));
+        }
+    }
+
+    #[test]
+    fn a_frames_features_are_the_bytes_serde_writes() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graf1.png");
+        let image = crate::image::GrayImage::open(&path).unwrap();
+        let features = crate::cpu::orb::OrbExtractor::new(Default::default())
+            .unwrap()
+            .extract(&image)
+            .unwrap();
+        let message = features_message(header(1, 2, "camera"), Algorithm::Orb, &features);
+        assert!(message.x.len() > 400);
+        assert_eq!(encode(&message).unwrap(), serde_cdr(&message));
+    }
+}

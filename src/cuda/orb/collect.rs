@@ -12,6 +12,7 @@ use crate::cuda::matcher::accept_all;
 use crate::cuda::orb::plan::{Outputs, DESCRIPTOR_BYTES};
 use crate::cuda::orb::{CudaOrbExtractor, Fused};
 use crate::error::{Error, ImageError, Result};
+use crate::extractor::Residency;
 use crate::spec::harris::harris_response;
 use crate::spec::orientation::angle_degrees;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
@@ -53,14 +54,25 @@ fn double_word(bytes: &[u8], i: usize) -> i64 {
 }
 
 impl CudaOrbExtractor {
-    /// The frame's features from the plan's host buffers.
-    pub(super) fn collect(&mut self, width: usize, height: usize) -> Result<Features> {
-        let Some(plan) = self.plan.as_ref() else {
+    /// The features of the frame of input `slot`, matched and kept as `residency`
+    /// says, from the slot's host outputs (once the stream has passed its downloads).
+    pub(super) fn collect(
+        &mut self,
+        slot: usize,
+        residency: Residency,
+        width: usize,
+        height: usize,
+    ) -> Result<Features> {
+        let Some((plan, input)) = self
+            .plan
+            .as_ref()
+            .and_then(|plan| Some((plan, plan.inputs.get(slot)?)))
+        else {
             return Err(Error::Image(ImageError::Invalid(
                 "no frame was processed".into(),
             )));
         };
-        let out = &plan.outputs;
+        let out = &input.outputs;
         let n_levels = plan.geometry.len();
         let total = (word(out.kept.host.as_slice(), n_levels) as usize).min(plan.capacity);
         let (yx, level, moments, keys) = (
@@ -106,8 +118,6 @@ impl CudaOrbExtractor {
             octave,
         };
         let data = out.descriptors.host.as_slice()[..total * DESCRIPTOR_BYTES].to_vec();
-        // The frame collected is the one queued last.
-        let residency = self.queued;
         let slot_len = match &self.fused {
             Fused::Resident(sets) => sets.lens[residency.match_with.index()],
             _ => None,

@@ -165,7 +165,7 @@ impl CudaOrbExtractor {
         let counters = plan.counters();
         let harris = i32::from(c.score == OrbScore::Harris);
         let min_fast_threshold = c.min_fast_threshold as i32;
-        let (candidates, records, outputs) = (&plan.candidates, &plan.records, &plan.outputs);
+        let (candidates, records, outputs) = (&plan.candidates, &plan.records, &input.outputs);
         // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
         unsafe {
             result::memset_d8_async(
@@ -313,7 +313,7 @@ impl CudaOrbExtractor {
             )?;
         }
         if let Fused::Resident(sets) = &self.fused {
-            self.enqueue_resident(plan, sets, residency)?;
+            self.enqueue_resident(plan, input, sets, residency)?;
         }
         Ok(())
     }
@@ -328,12 +328,13 @@ impl CudaOrbExtractor {
     fn enqueue_resident(
         &self,
         plan: &Plan,
+        input: &FrameInput,
         sets: &ResidentSets,
         residency: Residency,
     ) -> Result<()> {
-        let count = plan.kept_total();
-        let descriptors = plan.outputs.descriptors.ptr;
-        let forward = plan.outputs.matches.ptr;
+        let count = input.kept_total();
+        let descriptors = input.outputs.descriptors.ptr;
+        let forward = input.outputs.matches.ptr;
         let k = &self.kernels;
         let stream = &self.gpu.stream;
         let cross_check = sets.config.cross_check;

@@ -109,9 +109,6 @@ pub struct CudaOrbExtractor {
     last_matches: Vec<Knn2>,
     /// How the frames submitted from now on are matched and kept (resident sets).
     residency: Residency,
-    /// The residency of the frame whose kernels were queued last: the frame `collect`
-    /// reads next.
-    queued: Residency,
     /// The last frame's accepted matches with its slot (resident sets).
     resident_matches: Option<Vec<Match>>,
     clock: FrameClock,
@@ -159,7 +156,6 @@ impl CudaOrbExtractor {
             plan: None,
             last_matches: Vec::new(),
             residency: Residency::PREVIOUS,
-            queued: Residency::PREVIOUS,
             resident_matches: None,
             overlap: None,
         })
@@ -293,21 +289,14 @@ impl CudaOrbExtractor {
             return Ok(());
         }
         self.plan = None; // frees the old buffers first
-        self.plan = Some(Plan::new(
-            &self.gpu,
-            &self.kernels,
-            &self.config,
-            layout,
-            self.unified,
-        )?);
+        self.plan = Some(Plan::new(&self.gpu, &self.kernels, &self.config, layout)?);
         Ok(())
     }
 
     /// Runs the per-frame kernels on the frame of input `slot`, matched and kept as
-    /// `self.queued` says: captured into that slot's graph for that residency once per
+    /// `residency` says: captured into that slot's graph for that residency once per
     /// size and train set; plain launches (one log line) where capture is refused.
-    fn run_frame_kernels(&mut self, slot: usize) -> Result<()> {
-        let residency = self.queued;
+    fn run_frame_kernels(&mut self, slot: usize, residency: Residency) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
             return Ok(());
         };
@@ -345,22 +334,26 @@ impl CudaOrbExtractor {
     }
 
     /// Queues the kernels on the frame of input `slot` (timed by the clock) and
-    /// the downloads of the results; the caller synchronises the stream.
-    fn queue_frame(&mut self, slot: usize) -> Result<()> {
+    /// the downloads of the results into the slot's outputs; the caller synchronises
+    /// the stream. Returns how the frame is matched and kept, for its collection.
+    fn queue_frame(&mut self, slot: usize) -> Result<Residency> {
         let stream = self.gpu.stream.clone();
-        self.queued = self.residency;
+        let residency = self.residency;
         self.clock.kernels_start(&stream)?;
-        self.run_frame_kernels(slot)?;
+        self.run_frame_kernels(slot, residency)?;
         self.clock.kernels_end(&stream)?;
-        let Some(plan) = self.plan.as_mut() else {
-            return Ok(());
-        };
         let matched = !matches!(self.fused, Fused::None);
-        plan.outputs.download_async(plan.capacity, matched, &stream)
+        if let Some(plan) = self.plan.as_mut() {
+            let capacity = plan.capacity;
+            if let Some(input) = plan.inputs.get_mut(slot) {
+                input.outputs.download_async(capacity, matched, &stream)?;
+            }
+        }
+        Ok(residency)
     }
 
-    /// Uploads, runs, downloads and synchronises once; leaves results in the plan.
-    fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<()> {
+    /// Uploads, runs, downloads and synchronises once; leaves results in input slot 0.
+    fn run(&mut self, frame: &RawFrame<'_>, layout: FrameLayout) -> Result<Residency> {
         if self
             .overlap
             .as_ref()
@@ -375,18 +368,22 @@ impl CudaOrbExtractor {
         self.prepare(layout)?;
         let stream = self.gpu.stream.clone();
         {
-            let Some(plan) = self.plan.as_mut() else {
-                return Ok(());
-            };
+            let plan = self.plan.as_mut().ok_or_else(no_plan)?;
             let input = plan.input(&self.gpu, 0, layout, self.unified)?;
             input.upload.copy(frame)?;
             self.clock.upload_starts(&stream)?;
             input.upload.upload_async(&stream)?;
         }
-        self.queue_frame(0)?;
+        let residency = self.queue_frame(0)?;
         stream.synchronize()?;
-        self.clock.measure()
+        self.clock.measure()?;
+        Ok(residency)
     }
+}
+
+/// The error of a frame that finds no plan for its size (made before its upload).
+fn no_plan() -> Error {
+    Error::Image(ImageError::Invalid("no plan for the frame's size".into()))
 }
 
 impl Extractor for CudaOrbExtractor {
@@ -398,8 +395,8 @@ impl Extractor for CudaOrbExtractor {
     /// as `GrayImage::from_raw` does on the CPU.
     fn extract_frame(&mut self, frame: &RawFrame<'_>) -> Result<Features> {
         let layout = FrameLayout::of(frame)?;
-        self.run(frame, layout)?;
-        self.collect(layout.width, layout.height)
+        let residency = self.run(frame, layout)?;
+        self.collect(0, residency, layout.width, layout.height)
     }
 
     /// Overlaps the frame's copy and upload with the kernels of the frame in flight.

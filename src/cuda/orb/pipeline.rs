@@ -1,18 +1,20 @@
 //! Frames in flight: frame N+1 is copied into pinned memory and uploaded on a
-//! second stream while frame N's kernels run ([`Extractor::submit_frame`]).
+//! second stream while frame N's kernels run, and N is read on the host while N+1's
+//! kernels run ([`Extractor::submit_frame`]).
 //!
 //! `submit_overlapping(N+1)`, in this order:
 //! 1. N+1 goes into the input slot N does not use (each slot has its own frame
-//!    buffer and its own captured graph, so alternating costs no copy and no graph
+//!    buffer, outputs and captured graphs, so alternating costs no copy and no graph
 //!    update); on a discrete GPU its upload is queued on the copy stream, followed by
 //!    an event. Both overlap N's kernels on the compute stream.
-//! 2. The compute stream is synchronised and N collected: the results live in one set
-//!    of buffers, so N is read before N+1's kernels may overwrite them.
-//! 3. The compute stream waits for the upload event, then runs N+1's graph and
-//!    queues its downloads.
+//! 2. The compute stream waits for the upload event, then runs N+1's graph, queues
+//!    its downloads into N+1's slot and records that slot's `done` event.
+//! 3. N's `done` event is waited for and N collected from its own slot, while N+1's
+//!    kernels run. The GPU keeps working while the host reads and publishes, so a
+//!    stream of frames goes at the pace of the slower of the two.
 //!
-//! With unified memory the slot is mapped host memory that the graph reads in place:
-//! nothing is uploaded, and the host's copy of N+1 still overlaps N's kernels.
+//! With unified memory the slot is mapped host memory that the graph reads and writes
+//! in place: nothing is uploaded or downloaded, and the order is the same.
 //!
 //! [`Extractor::submit_frame`]: crate::extractor::Extractor::submit_frame
 
@@ -20,10 +22,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
-use super::CudaOrbExtractor;
+use super::{no_plan, CudaOrbExtractor};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::FrameLayout;
-use crate::error::{Error, ImageError, Result};
+use crate::error::Result;
+use crate::extractor::Residency;
 use crate::image::RawFrame;
 use crate::types::Features;
 
@@ -36,6 +39,13 @@ struct InFlight {
     width: usize,
     height: usize,
     slot: usize,
+}
+
+/// A frame in flight and how it is matched and kept, which its collection needs.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    frame: InFlight,
+    residency: Residency,
 }
 
 /// What `push` does with a new frame, decided from sizes and slots alone.
@@ -71,7 +81,9 @@ pub(super) struct Overlap {
     copy_stream: Arc<CudaStream>,
     /// Recorded on the copy stream after each upload; the compute stream waits for it.
     uploaded: CudaEvent,
-    in_flight: Option<InFlight>,
+    /// Per input slot, recorded on the compute stream after its frame's downloads.
+    done: [CudaEvent; INPUT_SLOTS],
+    in_flight: Option<Queued>,
 }
 
 impl Overlap {
@@ -79,6 +91,7 @@ impl Overlap {
         Ok(Self {
             copy_stream: gpu.ctx.new_stream()?,
             uploaded: gpu.ordering_event()?,
+            done: [gpu.ordering_event()?, gpu.ordering_event()?],
             in_flight: None,
         })
     }
@@ -113,25 +126,32 @@ impl CudaOrbExtractor {
             self.overlap = Some(Overlap::new(&self.gpu)?);
         }
         let in_flight = self.overlap.as_ref().and_then(|o| o.in_flight);
-        let step = next_step(in_flight, layout.width, layout.height);
+        let step = next_step(in_flight.map(|q| q.frame), layout.width, layout.height);
         let mut previous = None;
         if step.collect_first {
             previous = self.finish_in_flight()?;
         }
         self.stage(frame, layout, step.slot)?;
-        if !step.collect_first {
-            previous = self.finish_in_flight()?;
-        }
-        if let Some(overlap) = &self.overlap {
-            self.gpu.stream.wait(&overlap.uploaded)?;
-        }
-        self.queue_frame(step.slot)?;
+        let Some(overlap) = &mut self.overlap else {
+            return Err(no_plan());
+        };
+        // N stays in flight (and is collected below) while N+1 is queued.
+        let earlier = overlap.in_flight.take();
+        self.gpu.stream.wait(&overlap.uploaded)?;
+        let residency = self.queue_frame(step.slot)?;
         if let Some(overlap) = &mut self.overlap {
-            overlap.in_flight = Some(InFlight {
-                width: layout.width,
-                height: layout.height,
-                slot: step.slot,
+            overlap.done[step.slot].record(&self.gpu.stream)?;
+            overlap.in_flight = Some(Queued {
+                frame: InFlight {
+                    width: layout.width,
+                    height: layout.height,
+                    slot: step.slot,
+                },
+                residency,
             });
+        }
+        if let Some(earlier) = earlier {
+            previous = Some(self.collect_when_done(earlier)?);
         }
         Ok(previous)
     }
@@ -139,11 +159,19 @@ impl CudaOrbExtractor {
     /// The features of the frame in flight, once its kernels are done (`None` when
     /// there is none).
     pub(super) fn finish_in_flight(&mut self) -> Result<Option<Features>> {
-        let Some(frame) = self.overlap.as_mut().and_then(|o| o.in_flight.take()) else {
+        let Some(queued) = self.overlap.as_mut().and_then(|o| o.in_flight.take()) else {
             return Ok(None);
         };
-        self.gpu.stream.synchronize()?;
-        self.collect(frame.width, frame.height).map(Some)
+        self.collect_when_done(queued).map(Some)
+    }
+
+    /// Waits for `queued`'s downloads (not for a frame queued after it) and collects it.
+    fn collect_when_done(&mut self, queued: Queued) -> Result<Features> {
+        let Queued { frame, residency } = queued;
+        if let Some(overlap) = &self.overlap {
+            overlap.done[frame.slot].synchronize()?;
+        }
+        self.collect(frame.slot, residency, frame.width, frame.height)
     }
 
     /// Copies `frame` into input `slot` (allocated on first use) and queues its
@@ -152,9 +180,7 @@ impl CudaOrbExtractor {
         self.gpu.ctx.bind_to_thread()?;
         self.prepare(layout)?;
         let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
-            return Err(Error::Image(ImageError::Invalid(
-                "no plan for the frame's size".into(),
-            )));
+            return Err(no_plan());
         };
         let input = plan.input(&self.gpu, slot, layout, self.unified)?;
         input.upload.copy(frame)?;

@@ -283,6 +283,9 @@ pub struct Plan {
     pub quotas: DeviceBuffer,
     /// Slot 0 serves `extract`; the pipeline (`pipeline.rs`) adds a second slot.
     pub inputs: Vec<FrameInput>,
+    /// What each input slot's outputs hold: the kept counts of `n_levels` levels and
+    /// `capacity` keypoints.
+    output_shape: OutputShape,
     pub pyramid: DeviceBuffer,
     pub smoothed: DeviceBuffer,
     pub scores: DeviceBuffer,
@@ -299,28 +302,54 @@ pub struct Plan {
     pub records: Records,
     /// Records per level (min(candidates, 2 quota)).
     pub level_records: DeviceBuffer,
-    pub outputs: Outputs,
     /// Resident matching: the slot's best matches among this frame's keypoints, one
     /// [`Knn2`] per keypoint of the slot (the cross-check's backward search, or the
     /// matches themselves where the frame is the train set).
     pub backward: DeviceBuffer,
 }
 
-/// One frame buffer, the layout of the frames it takes, and the per-frame kernels
-/// captured to read it: each slot has its own graphs, one per residency its frames
-/// come with (a stereo pair's left and right frames match differently), so
-/// alternating slots and cameras costs no copy and no graph update.
+/// One frame buffer, the layout of the frames it takes, the outputs of its frames
+/// and the per-frame kernels captured to read and write them: each slot has its own
+/// graphs, one per residency its frames come with (a stereo pair's left and right
+/// frames match differently), so alternating slots and cameras costs no copy and no
+/// graph update; and its own outputs, so that one slot's frame is read on the host
+/// while the other's kernels run.
 pub struct FrameInput {
     pub upload: FrameUpload,
+    pub outputs: Outputs,
     pub graphs: Vec<(Residency, FrameGraph)>,
 }
 
+/// The sizes of a slot's outputs.
+#[derive(Clone, Copy, Debug)]
+struct OutputShape {
+    n_levels: usize,
+    capacity: usize,
+}
+
 impl FrameInput {
-    fn new(gpu: &Gpu, layout: FrameLayout, unified: bool) -> Result<Self> {
+    fn new(gpu: &Gpu, layout: FrameLayout, shape: OutputShape, unified: bool) -> Result<Self> {
+        let staged = |bytes: usize| Staged::new(&gpu.ctx, bytes, unified);
+        let capacity = shape.capacity;
         Ok(Self {
             upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
+            outputs: Outputs {
+                kept: staged((shape.n_levels + 1) * size_of::<u32>())?,
+                yx: staged(capacity * size_of::<u32>())?,
+                level: staged(capacity * size_of::<i32>())?,
+                key: staged(capacity * size_of::<i64>())?,
+                moments: staged(capacity * 2 * size_of::<i32>())?,
+                descriptors: staged(capacity * DESCRIPTOR_BYTES)?,
+                matches: staged(capacity * size_of::<Knn2>())?,
+            },
             graphs: Vec::new(),
         })
+    }
+
+    /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
+    pub fn kept_total(&self) -> CUdeviceptr {
+        let levels = self.outputs.kept.host.bytes / size_of::<u32>() - 1;
+        self.outputs.kept.ptr + (levels * size_of::<u32>()) as u64
     }
 
     /// The graph captured for frames of `residency`, if any.
@@ -334,13 +363,7 @@ impl FrameInput {
 impl Plan {
     /// The plan of frames of `layout`'s size (the frame slots come with `input`);
     /// refused before anything is allocated when it would not fit the GPU's free memory.
-    pub fn new(
-        gpu: &Gpu,
-        kernels: &Kernels,
-        c: &OrbConfig,
-        layout: FrameLayout,
-        unified: bool,
-    ) -> Result<Self> {
+    pub fn new(gpu: &Gpu, kernels: &Kernels, c: &OrbConfig, layout: FrameLayout) -> Result<Self> {
         let (width, height) = (layout.width, layout.height);
         let tables = PlanTables::new(c, width, height)?;
         gpu.ctx.bind_to_thread()?;
@@ -369,7 +392,6 @@ impl Plan {
         )?;
         let ctx = &gpu.ctx;
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
-        let staged = |bytes: usize| Staged::new(ctx, bytes, unified);
         Ok(Plan {
             width,
             height,
@@ -381,6 +403,7 @@ impl Plan {
             taps: DeviceBuffer::from_slice(ctx, &tables.taps)?,
             quotas: DeviceBuffer::from_slice(ctx, &tables.quotas)?,
             inputs: Vec::new(),
+            output_shape: OutputShape { n_levels, capacity },
             // Whole words: orb_describe reads the aligned words holding its patch rows.
             pyramid: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
             smoothed: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
@@ -403,15 +426,6 @@ impl Plan {
                 rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             },
             level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
-            outputs: Outputs {
-                kept: staged((n_levels + 1) * size_of::<u32>())?,
-                yx: staged(capacity * size_of::<u32>())?,
-                level: staged(capacity * size_of::<i32>())?,
-                key: staged(capacity * size_of::<i64>())?,
-                moments: staged(capacity * 2 * size_of::<i32>())?,
-                descriptors: staged(capacity * DESCRIPTOR_BYTES)?,
-                matches: staged(capacity * size_of::<Knn2>())?,
-            },
             backward: DeviceBuffer::new(ctx, capacity * size_of::<Knn2>())?,
         })
     }
@@ -428,11 +442,6 @@ impl Plan {
         }
     }
 
-    /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
-    pub fn kept_total(&self) -> CUdeviceptr {
-        self.outputs.kept.ptr + (self.geometry.len() * size_of::<u32>()) as u64
-    }
-
     /// Input `slot`, taking frames of `layout`: made on first use, and made again
     /// (with its graph) when the frames' encoding or step changes.
     pub fn input(
@@ -442,12 +451,14 @@ impl Plan {
         layout: FrameLayout,
         unified: bool,
     ) -> Result<&mut FrameInput> {
+        let shape = self.output_shape;
         while self.inputs.len() <= slot {
-            self.inputs.push(FrameInput::new(gpu, layout, unified)?);
+            self.inputs
+                .push(FrameInput::new(gpu, layout, shape, unified)?);
         }
         let input = &mut self.inputs[slot];
         if *input.upload.layout() != layout {
-            *input = FrameInput::new(gpu, layout, unified)?;
+            *input = FrameInput::new(gpu, layout, shape, unified)?;
         }
         Ok(input)
     }

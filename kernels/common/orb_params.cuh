@@ -256,3 +256,47 @@ ABI_OFFSET(OrbDescribeParams, train_count, 96);
 ABI_OFFSET(OrbDescribeParams, matches, 104);
 ABI_OFFSET(OrbDescribeParams, n_levels, 112);
 ABI_OFFSET(OrbDescribeParams, per_block, 116);
+
+// The fields a Features message publishes per keypoint.
+struct OrbFeatureArrays {
+    float* x;
+    float* y;
+    float* size;
+    float* angle;  // NaN where the host decides (orb_keypoint_fields)
+    float* response;
+    int* octave;
+};
+ABI_SIZE(OrbFeatureArrays, 48);
+ABI_OFFSET(OrbFeatureArrays, x, 0);
+ABI_OFFSET(OrbFeatureArrays, y, 8);
+ABI_OFFSET(OrbFeatureArrays, size, 16);
+ABI_OFFSET(OrbFeatureArrays, angle, 24);
+ABI_OFFSET(OrbFeatureArrays, response, 32);
+ABI_OFFSET(OrbFeatureArrays, octave, 40);
+
+// orb_keypoint_fields: the kept keypoints' published fields.
+struct OrbKeypointFieldsParams {
+    const unsigned int* kept;      // [n_levels] = keypoints kept
+    OrbKeypointArrays keypoints;   // yx, level and key read
+    const int2* moments;           // (m10, m01) per keypoint
+    const float* level_scales;     // per level: the frame pixels of one level pixel
+    OrbFeatureArrays fields;
+    double degrees_per_radian;     // the host's 180 / pi
+    double harris_scale;           // response per unit of the Harris key
+    float patch_size;
+    int harris;                    // 1: the key is Harris's, else FAST's
+    int n_levels;
+    int padding;
+};
+ABI_SIZE(OrbKeypointFieldsParams, 128);
+ABI_OFFSET(OrbKeypointFieldsParams, kept, 0);
+ABI_OFFSET(OrbKeypointFieldsParams, keypoints, 8);
+ABI_OFFSET(OrbKeypointFieldsParams, moments, 32);
+ABI_OFFSET(OrbKeypointFieldsParams, level_scales, 40);
+ABI_OFFSET(OrbKeypointFieldsParams, fields, 48);
+ABI_OFFSET(OrbKeypointFieldsParams, degrees_per_radian, 96);
+ABI_OFFSET(OrbKeypointFieldsParams, harris_scale, 104);
+ABI_OFFSET(OrbKeypointFieldsParams, patch_size, 112);
+ABI_OFFSET(OrbKeypointFieldsParams, harris, 116);
+ABI_OFFSET(OrbKeypointFieldsParams, n_levels, 120);
+ABI_OFFSET(OrbKeypointFieldsParams, padding, 124);

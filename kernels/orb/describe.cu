@@ -182,3 +182,42 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         __syncthreads();  // the next group overwrites patch and scratch
     }
 }
+
+// A keypoint's orientation in degrees [0, 360) from its moments, as the host's
+// `angle_degrees` computes it (src/spec/orientation.rs), every step IEEE-rounded. Neither
+// side's atan2 is correctly rounded, so where the degrees lie within 2^-46 of their size
+// (at least 32 units in the last place) from a float rounding boundary, the float may
+// differ: NaN is written and the host computes that angle itself (about one keypoint in
+// four million).
+__device__ __forceinline__ float orientation_degrees(int m10, int m01, double degrees_per_radian) {
+    const double degrees = __dmul_rn(atan2((double)m01, (double)m10), degrees_per_radian);
+    const double wrapped = degrees < 0.0 ? __dadd_rn(degrees, 360.0) : degrees;
+    const float angle = __double2float_rn(wrapped);
+    // The midpoints with the neighbouring floats (angle lies in [0, 360]), exact in double.
+    const double below = 0.5 * ((double)angle + (double)nextafterf(angle, -1.0f));
+    const double above = 0.5 * ((double)angle + (double)nextafterf(angle, 1000.0f));
+    const double margin = fabs(wrapped) * 1.4210854715202004e-14;  // 2^-46
+    if (wrapped - below <= margin || above - wrapped <= margin) return __int_as_float(0x7fc00000);
+    return angle >= 360.0f ? 0.0f : angle;
+}
+
+// The kept keypoints' published fields, as the CPU reference computes them
+// (docs/orb-reference.md): position and size in frame pixels, orientation, response
+// and level, so that the host only copies them.
+extern "C" __global__ void orb_keypoint_fields(const OrbKeypointFieldsParams p) {
+    const int total = (int)p.kept[p.n_levels];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const unsigned int yx = p.keypoints.yx[i];
+        const int level = p.keypoints.level[i];
+        const float scale = p.level_scales[level];
+        p.fields.x[i] = __fmul_rn((float)(yx & 0xffffu), scale);
+        p.fields.y[i] = __fmul_rn((float)(yx >> 16), scale);
+        p.fields.size[i] = __fmul_rn(p.patch_size, scale);
+        const long long key = p.keypoints.key[i];
+        p.fields.response[i] = p.harris ? __double2float_rn(__dmul_rn(__ll2double_rn(key), p.harris_scale))
+                                        : __ll2float_rn(key);
+        p.fields.octave[i] = level;
+        const int2 m = p.moments[i];
+        p.fields.angle[i] = orientation_degrees(m.x, m.y, p.degrees_per_radian);
+    }
+}

@@ -189,6 +189,40 @@ pub struct OrbDescribeParams {
     pub per_block: i32,
 }
 
+/// The fields a Features message publishes per keypoint.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbFeatureArrays {
+    pub x: CUdeviceptr,
+    pub y: CUdeviceptr,
+    pub size: CUdeviceptr,
+    /// NaN where the host computes the angle itself (`orb_keypoint_fields`).
+    pub angle: CUdeviceptr,
+    pub response: CUdeviceptr,
+    pub octave: CUdeviceptr,
+}
+
+/// `orb_keypoint_fields`: the kept keypoints' published fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OrbKeypointFieldsParams {
+    pub kept: CUdeviceptr,
+    pub keypoints: OrbKeypointArrays,
+    pub moments: CUdeviceptr,
+    /// Per level (f32): the frame pixels of one level pixel.
+    pub level_scales: CUdeviceptr,
+    pub fields: OrbFeatureArrays,
+    /// The host's 180 / pi.
+    pub degrees_per_radian: f64,
+    /// Response per unit of the Harris key.
+    pub harris_scale: f64,
+    pub patch_size: f32,
+    /// 1: the key is Harris's, else FAST's.
+    pub harris: i32,
+    pub n_levels: i32,
+    pub padding: i32,
+}
+
 kernel_params!(
     OrbPyramidParams,
     OrbFastScoreParams,
@@ -197,7 +231,8 @@ kernel_params!(
     OrbRecordKeysParams,
     OrbRecordRanksParams,
     OrbRecordPlaceParams,
-    OrbDescribeParams
+    OrbDescribeParams,
+    OrbKeypointFieldsParams
 );
 
 #[cfg(test)]
@@ -308,6 +343,27 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             matches,
             n_levels,
             per_block,
+        }),
+        layout!(OrbFeatureArrays {
+            x,
+            y,
+            size,
+            angle,
+            response,
+            octave,
+        }),
+        layout!(OrbKeypointFieldsParams {
+            kept,
+            keypoints,
+            moments,
+            level_scales,
+            fields,
+            degrees_per_radian,
+            harris_scale,
+            patch_size,
+            harris,
+            n_levels,
+            padding,
         }),
     ]
 }

@@ -4,16 +4,13 @@
 use std::mem::size_of;
 
 use cudarc::driver::CudaStream;
-use rayon::prelude::*;
 
-use crate::config::OrbScore;
 use crate::cuda::abi::Knn2;
 use crate::cuda::matcher::accept_all;
 use crate::cuda::orb::plan::{Outputs, DESCRIPTOR_BYTES};
 use crate::cuda::orb::{CudaOrbExtractor, Fused};
 use crate::error::{Error, ImageError, Result};
 use crate::extractor::Residency;
-use crate::spec::harris::harris_response;
 use crate::spec::orientation::angle_degrees;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
 
@@ -22,9 +19,7 @@ impl Outputs {
     /// `matched`) on `stream`.
     pub fn download_async(&mut self, n: usize, matched: bool, stream: &CudaStream) -> Result<()> {
         self.kept.download_async(self.kept.host.bytes, stream)?;
-        self.yx.download_async(n * 4, stream)?;
-        self.level.download_async(n * 4, stream)?;
-        self.key.download_async(n * 8, stream)?;
+        self.fields.download_async(self.fields.host.bytes, stream)?;
         self.moments.download_async(n * 8, stream)?;
         self.descriptors
             .download_async(n * DESCRIPTOR_BYTES, stream)?;
@@ -35,10 +30,6 @@ impl Outputs {
     }
 }
 
-/// Keypoints converted per thread from this many on: below it, waking the threads costs
-/// more than the conversion (about 20 ns a keypoint, most of it `atan2`).
-const PARALLEL_KEYPOINTS: usize = 256;
-
 /// Little-endian word `i` of `bytes` (0 past the end).
 fn word(bytes: &[u8], i: usize) -> u32 {
     bytes
@@ -46,11 +37,26 @@ fn word(bytes: &[u8], i: usize) -> u32 {
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Little-endian signed double word `i` of `bytes` (0 past the end).
-fn double_word(bytes: &[u8], i: usize) -> i64 {
-    bytes.get(8 * i..8 * i + 8).map_or(0, |b| {
-        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-    })
+/// `len` little-endian 4-byte values from word `first` of `bytes` (fewer past the end).
+fn values<T>(bytes: &[u8], first: usize, len: usize, from: impl Fn([u8; 4]) -> T) -> Vec<T> {
+    let end = (4 * (first + len)).min(bytes.len());
+    bytes
+        .get(4 * first..end)
+        .unwrap_or_default()
+        .chunks_exact(4)
+        .map(|b| from([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// The angles the GPU left to the host (NaN: too close to a float rounding boundary
+/// for its atan2 to decide), computed from the keypoints' (m10, m01) moments as the
+/// CPU reference computes every angle.
+fn settle_angles(angles: &mut [f32], moments: &[u8]) {
+    for (i, angle) in angles.iter_mut().enumerate() {
+        if angle.is_nan() {
+            *angle = angle_degrees(word(moments, 2 * i) as i32, word(moments, 2 * i + 1) as i32);
+        }
+    }
 }
 
 impl CudaOrbExtractor {
@@ -74,49 +80,20 @@ impl CudaOrbExtractor {
         };
         let out = &input.outputs;
         let n_levels = plan.geometry.len();
-        let total = (word(out.kept.host.as_slice(), n_levels) as usize).min(plan.capacity);
-        let (yx, level, moments, keys) = (
-            out.yx.host.as_slice(),
-            out.level.host.as_slice(),
-            out.moments.host.as_slice(),
-            out.key.host.as_slice(),
-        );
-        let harris = self.config.score == OrbScore::Harris;
-        let patch = self.config.patch_size as f32;
-        let geometry = &plan.geometry;
-        // On every frame's critical path: spread over the threads.
-        let ((x, y), ((size, angle), (response, octave))) = (0..total)
-            .into_par_iter()
-            .with_min_len(PARALLEL_KEYPOINTS)
-            .map(|i| {
-                let l = word(level, i) as usize;
-                let scale = geometry.get(l).map_or(1.0, |g| g.scale) as f32;
-                let position = word(yx, i);
-                let (x, y) = (position & 0xffff, position >> 16);
-                let (m10, m01) = (word(moments, 2 * i) as i32, word(moments, 2 * i + 1) as i32);
-                let key = double_word(keys, i);
-                let response = if harris {
-                    harris_response(key)
-                } else {
-                    key as f32
-                };
-                (
-                    (x as f32 * scale, y as f32 * scale),
-                    (
-                        (patch * scale, angle_degrees(m10, m01)),
-                        (response, l as i32),
-                    ),
-                )
-            })
-            .unzip();
-        let keypoints = Keypoints {
-            x,
-            y,
-            size,
-            angle,
-            response,
-            octave,
+        let capacity = plan.capacity;
+        let total = (word(out.kept.host.as_slice(), n_levels) as usize).min(capacity);
+        // The fields in the order of `FEATURE_FIELDS`, computed on the GPU.
+        let fields = out.fields.host.as_slice();
+        let floats = |index: usize| values(fields, index * capacity, total, f32::from_le_bytes);
+        let mut keypoints = Keypoints {
+            x: floats(0),
+            y: floats(1),
+            size: floats(2),
+            angle: floats(3),
+            response: floats(4),
+            octave: values(fields, 5 * capacity, total, i32::from_le_bytes),
         };
+        settle_angles(&mut keypoints.angle, out.moments.host.as_slice());
         let data = out.descriptors.host.as_slice()[..total * DESCRIPTOR_BYTES].to_vec();
         let slot_len = match &self.fused {
             Fused::Resident(sets) => sets.lens[residency.match_with.index()],
@@ -158,5 +135,38 @@ impl CudaOrbExtractor {
                 data,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moments_bytes(moments: &[(i32, i32)]) -> Vec<u8> {
+        moments
+            .iter()
+            .flat_map(|&(m10, m01)| [m10.to_le_bytes(), m01.to_le_bytes()])
+            .flatten()
+            .collect()
+    }
+
+    #[test]
+    fn angles_left_to_the_host_are_computed_from_their_moments_and_the_rest_kept() {
+        let moments = [(100, 0), (0, 100), (-7, -3), (5, 5)];
+        let mut angles = [1.5, f32::NAN, f32::NAN, 200.25];
+        settle_angles(&mut angles, &moments_bytes(&moments));
+        assert_eq!(angles, [1.5, 90.0, angle_degrees(-7, -3), 200.25]);
+        assert!(angles[2] > 180.0 && angles[2] < 270.0);
+    }
+
+    #[test]
+    fn fields_are_read_from_their_own_array_and_stop_at_the_buffer() {
+        let bytes: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(values(&bytes, 3, 2, f32::from_le_bytes), [4.0, 5.0]);
+        assert_eq!(values(&bytes, 4, 5, f32::from_le_bytes), [5.0, 6.0]);
+        assert!(values(&bytes, 9, 2, f32::from_le_bytes).is_empty());
     }
 }

@@ -11,9 +11,9 @@ use cudarc::driver::{result, CudaStream, LaunchConfig};
 use crate::config::OrbScore;
 use crate::cuda::abi::match_params::{CrossCheckCountedParams, HammingKnn2CountedParams};
 use crate::cuda::abi::orb_params::{
-    OrbCellCandidatesParams, OrbDescribeParams, OrbFastScoreParams, OrbPyramidParams,
-    OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams, OrbRecordSet,
-    OrbSelectCandidatesParams,
+    OrbCellCandidatesParams, OrbDescribeParams, OrbFastScoreParams, OrbKeypointFieldsParams,
+    OrbPyramidParams, OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams,
+    OrbRecordSet, OrbSelectCandidatesParams,
 };
 use crate::cuda::abi::Knn2;
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
@@ -21,6 +21,7 @@ use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAPS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, ResidentSets};
 use crate::error::Result;
 use crate::extractor::Residency;
+use crate::spec::harris::HARRIS_KEY_TO_RESPONSE;
 
 /// The typed launches. Each is unsafe for one reason: the kernel reads and writes the
 /// device memory its pointers name, as far as the sizes and tables beside them say.
@@ -123,6 +124,18 @@ impl Kernels {
         // pyramids, tables and outputs (`train` and `train_count` may be null: the
         // kernel then matches nothing).
         unsafe { self.describe.launch(stream, config, p) }
+    }
+
+    pub unsafe fn keypoint_fields(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        p: &OrbKeypointFieldsParams,
+    ) -> Result<()> {
+        // SAFETY: `p` is `orb_keypoint_fields`'s parameter struct; the caller vouches for
+        // the kept keypoints, their moments, the level scales (one per level) and the
+        // field arrays, which hold as many keypoints as `kept` counts.
+        unsafe { self.keypoint_fields.launch(stream, config, p) }
     }
 
     pub unsafe fn knn2_counted(
@@ -286,7 +299,7 @@ impl CudaOrbExtractor {
                     level_records: plan.level_records.ptr,
                     records: records.arrays(),
                     kept: outputs.kept.ptr,
-                    keypoints: outputs.keypoints(),
+                    keypoints: plan.keypoints.arrays(),
                     n_levels,
                     padding: 0,
                 },
@@ -301,7 +314,7 @@ impl CudaOrbExtractor {
                     umax: self.constants.umax.ptr,
                     pattern: self.constants.pattern.ptr,
                     kept: outputs.kept.ptr,
-                    keypoints: outputs.keypoints(),
+                    keypoints: plan.keypoints.arrays(),
                     moments: outputs.moments.ptr,
                     descriptors: outputs.descriptors.ptr,
                     train: train.map_or(0, |t| t.buffer.ptr),
@@ -309,6 +322,23 @@ impl CudaOrbExtractor {
                     matches: outputs.matches.ptr,
                     n_levels,
                     per_block: shapes.describe_per_block,
+                },
+            )?;
+            k.keypoint_fields(
+                stream,
+                shapes.keypoint_fields,
+                &OrbKeypointFieldsParams {
+                    kept: outputs.kept.ptr,
+                    keypoints: plan.keypoints.arrays(),
+                    moments: outputs.moments.ptr,
+                    level_scales: plan.level_scales.ptr,
+                    fields: outputs.feature_arrays(),
+                    degrees_per_radian: 1f64.to_degrees(),
+                    harris_scale: HARRIS_KEY_TO_RESPONSE,
+                    patch_size: c.patch_size as f32,
+                    harris,
+                    n_levels,
+                    padding: 0,
                 },
             )?;
         }

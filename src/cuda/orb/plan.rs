@@ -7,7 +7,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use crate::config::OrbConfig;
 use crate::cuda::abi::orb_params::{
-    OrbCandidateArrays, OrbCounters, OrbKeypointArrays, OrbRecordArrays,
+    OrbCandidateArrays, OrbCounters, OrbFeatureArrays, OrbKeypointArrays, OrbRecordArrays,
 };
 use crate::cuda::abi::{
     Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, WARP,
@@ -140,12 +140,18 @@ impl PlanTables {
     }
 }
 
+/// Each level's scale as the host multiplies keypoint coordinates by it (f32).
+fn level_scales(geometry: &[LevelGeometry]) -> Vec<f32> {
+    geometry.iter().map(|g| g.scale as f32).collect()
+}
+
 /// What a plan allocates for a frame, in bytes (docs/memory.md): computed without a GPU
 /// from the same tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OrbPlanBytes {
     /// Pyramid, smoothed pyramid, FAST scores, corner bitmap, candidates, selection
-    /// records, counters, cells, the grid barrier and the tables (device).
+    /// records, counters, cells, the kept keypoints, the grid barrier and the tables
+    /// (device).
     pub device: usize,
     /// Buffers that cross to the host (one frame slot, kept counts, outputs): in device
     /// memory mode each is a device buffer and as much pinned host memory; in unified
@@ -180,10 +186,12 @@ impl OrbPlanBytes {
                 + 2 * words(cells)
                 + slots * (4 + 4 + 8 + 1)
                 + slots * (8 + 4 + 4 + 4)
-                + words(n_levels),
+                + words(n_levels)
+                + words(n_levels)
+                + capacity * (4 + 4 + 8),
             staged: width * height
                 + words(n_levels + 1)
-                + capacity * (4 + 4 + 8 + 2 * 4 + DESCRIPTOR_BYTES + size_of::<Knn2>()),
+                + capacity * (FEATURE_FIELDS * 4 + 2 * 4 + DESCRIPTOR_BYTES + size_of::<Knn2>()),
         }
     }
 
@@ -242,16 +250,38 @@ impl Records {
     }
 }
 
-/// The keypoints a frame keeps and what is computed for them, crossing to the host
-/// (structure of arrays, `capacity` entries each).
+/// The keypoints a frame keeps, in output order, on the device (structure of arrays,
+/// `capacity` entries each).
+pub struct KeptKeypoints {
+    pub yx: DeviceBuffer,
+    pub level: DeviceBuffer,
+    /// The ranking key (i64).
+    pub key: DeviceBuffer,
+}
+
+impl KeptKeypoints {
+    /// The arrays as the kernels take them.
+    pub fn arrays(&self) -> OrbKeypointArrays {
+        OrbKeypointArrays {
+            yx: self.yx.ptr,
+            level: self.level.ptr,
+            key: self.key.ptr,
+        }
+    }
+}
+
+/// The published fields of each kept keypoint, in the order of [`OrbFeatureArrays`]:
+/// x, y, size, angle, response (f32) and octave (i32), `capacity` of each.
+pub const FEATURE_FIELDS: usize = 6;
+
+/// What crosses to the host of the keypoints a frame keeps (structure of arrays,
+/// `capacity` entries each).
 pub struct Outputs {
     /// n_levels + 1 words: the keypoints kept per level, then their total.
     pub kept: Staged,
-    pub yx: Staged,
-    pub level: Staged,
-    /// The ranking key (i64).
-    pub key: Staged,
-    /// (m10, m01) per keypoint.
+    /// [`FEATURE_FIELDS`] arrays of 4-byte values, one after the other.
+    pub fields: Staged,
+    /// (m10, m01) per keypoint: the host computes the angles the GPU leaves to it.
     pub moments: Staged,
     pub descriptors: Staged,
     /// One [`Knn2`] per keypoint (fused matching).
@@ -259,12 +289,21 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The kept keypoints' arrays as the kernels take them.
-    pub fn keypoints(&self) -> OrbKeypointArrays {
-        OrbKeypointArrays {
-            yx: self.yx.ptr,
-            level: self.level.ptr,
-            key: self.key.ptr,
+    /// Field `index` of [`FEATURE_FIELDS`], `capacity` values, on the device.
+    fn field(&self, index: usize) -> CUdeviceptr {
+        let capacity = self.fields.host.bytes / (FEATURE_FIELDS * 4);
+        self.fields.ptr + (index * capacity * 4) as u64
+    }
+
+    /// The field arrays as `orb_keypoint_fields` takes them.
+    pub fn feature_arrays(&self) -> OrbFeatureArrays {
+        OrbFeatureArrays {
+            x: self.field(0),
+            y: self.field(1),
+            size: self.field(2),
+            angle: self.field(3),
+            response: self.field(4),
+            octave: self.field(5),
         }
     }
 }
@@ -302,6 +341,9 @@ pub struct Plan {
     pub records: Records,
     /// Records per level (min(candidates, 2 quota)).
     pub level_records: DeviceBuffer,
+    pub keypoints: KeptKeypoints,
+    /// Per level (f32): the frame pixels of one level pixel, as the host scales them.
+    pub level_scales: DeviceBuffer,
     /// Resident matching: the slot's best matches among this frame's keypoints, one
     /// [`Knn2`] per keypoint of the slot (the cross-check's backward search, or the
     /// matches themselves where the frame is the train set).
@@ -335,9 +377,7 @@ impl FrameInput {
             upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
             outputs: Outputs {
                 kept: staged((shape.n_levels + 1) * size_of::<u32>())?,
-                yx: staged(capacity * size_of::<u32>())?,
-                level: staged(capacity * size_of::<i32>())?,
-                key: staged(capacity * size_of::<i64>())?,
+                fields: staged(capacity * FEATURE_FIELDS * 4)?,
                 moments: staged(capacity * 2 * size_of::<i32>())?,
                 descriptors: staged(capacity * DESCRIPTOR_BYTES)?,
                 matches: staged(capacity * size_of::<Knn2>())?,
@@ -392,6 +432,7 @@ impl Plan {
         )?;
         let ctx = &gpu.ctx;
         let barrier = DeviceBuffer::from_slice(ctx, &[0u32; GRID_BARRIER_WORDS])?;
+        let level_scales = DeviceBuffer::from_slice(ctx, &level_scales(&tables.geometry))?;
         Ok(Plan {
             width,
             height,
@@ -426,6 +467,12 @@ impl Plan {
                 rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             },
             level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
+            keypoints: KeptKeypoints {
+                yx: DeviceBuffer::new(ctx, capacity * size_of::<u32>())?,
+                level: DeviceBuffer::new(ctx, capacity * size_of::<i32>())?,
+                key: DeviceBuffer::new(ctx, capacity * size_of::<i64>())?,
+            },
+            level_scales,
             backward: DeviceBuffer::new(ctx, capacity * size_of::<Knn2>())?,
         })
     }
@@ -516,17 +563,18 @@ mod tests {
                 }
             }
             let taps: usize = geometry[1..].iter().map(|g| g.width + g.height).sum();
-            let tables = n * size_of::<OrbLevel>() + 4 * n + size_of::<ResizeTap>() * taps;
-            let device = 3 * pixels + 4 * corner_words + 37 * slots + 4 * n * 257 + 8 * cells;
+            let tables = n * size_of::<OrbLevel>() + 4 * n + 4 * n + size_of::<ResizeTap>() * taps;
+            let outputs = config.n_features as usize;
+            let device =
+                3 * pixels + 4 * corner_words + 37 * slots + 4 * n * 257 + 8 * cells + 16 * outputs;
             let case = format!("{width}x{height}");
             // Rounding the pyramids up to words, the barrier and the level records add
             // under 256 bytes beside the tables.
             let fixed = bytes.device - device;
             assert!(fixed >= tables && fixed < tables + 256, "{case}: {bytes:?}");
-            let outputs = config.n_features as usize;
             assert_eq!(
                 bytes.staged,
-                width * height + 4 * (n + 1) + 68 * outputs,
+                width * height + 4 * (n + 1) + 76 * outputs,
                 "{case}"
             );
             // docs/memory.md's rule of thumb from 1080p up: 11 to 12.4 bytes a level pixel

@@ -85,6 +85,9 @@ pub fn score_tiles(width: usize, height: usize) -> usize {
     width.div_ceil(SCORE_TILE_W) * height.div_ceil(SCORE_TILE_H)
 }
 
+/// Threads of an `orb_keypoint_fields` block, one keypoint each.
+const FIELD_THREADS: u32 = 256;
+
 /// Kernels of the pipeline, looked up once.
 pub struct Kernels {
     pub gray: GrayKernel,
@@ -96,6 +99,7 @@ pub struct Kernels {
     pub record_ranks: Kernel,
     pub record_place: Kernel,
     pub describe: Kernel,
+    pub keypoint_fields: Kernel,
     pub knn2_counted: Kernel,
     pub cross_check_counted: Kernel,
 }
@@ -113,6 +117,7 @@ impl Kernels {
             record_ranks: load("orb_select", "orb_record_ranks")?,
             record_place: load("orb_select", "orb_record_place")?,
             describe: load("orb_describe", "orb_describe")?,
+            keypoint_fields: load("orb_describe", "orb_keypoint_fields")?,
             knn2_counted: load("match_hamming", "match_hamming_knn2_counted")?,
             cross_check_counted: load("match_hamming", "match_cross_check_counted")?,
         };
@@ -143,6 +148,8 @@ pub struct Shapes {
     pub describe: LaunchConfig,
     /// Keypoints per `orb_describe` block.
     pub describe_per_block: i32,
+    /// `orb_keypoint_fields`: one keypoint a thread.
+    pub keypoint_fields: LaunchConfig,
     /// `match_hamming_knn2_counted`: 32 queries a block.
     pub knn2: LaunchConfig,
     /// `match_cross_check_counted`: one query a thread.
@@ -228,6 +235,7 @@ impl Shapes {
                 shared_mem_bytes: DESCRIBE_SHARED_BYTES,
             },
             describe_per_block: per_block as i32,
+            keypoint_fields: line(capacity.div_ceil(FIELD_THREADS).max(1), FIELD_THREADS),
             knn2: knn2_launch(capacity),
             cross_check: line(capacity.div_ceil(MATCH_THREADS).max(1), MATCH_THREADS),
         })

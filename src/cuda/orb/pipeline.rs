@@ -25,7 +25,7 @@ use cudarc::driver::{CudaEvent, CudaStream};
 use super::{no_plan, CudaOrbExtractor};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::FrameLayout;
-use crate::error::Result;
+use crate::error::{Error, ImageError, Result};
 use crate::extractor::Residency;
 use crate::image::RawFrame;
 use crate::types::Features;
@@ -133,7 +133,9 @@ impl CudaOrbExtractor {
         }
         self.stage(frame, layout, step.slot)?;
         let Some(overlap) = &mut self.overlap else {
-            return Err(no_plan());
+            return Err(Error::Image(ImageError::Invalid(
+                "frames are overlapped without a copy stream".into(),
+            )));
         };
         // N stays in flight (and is collected below) while N+1 is queued.
         let earlier = overlap.in_flight.take();

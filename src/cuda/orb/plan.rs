@@ -187,7 +187,8 @@ impl OrbPlanBytes {
                 + slots * (4 + 4 + 8 + 1)
                 + slots * (8 + 4 + 4 + 4)
                 + words(n_levels)
-                + words(n_levels)
+                // The level scales, and the kept keypoints' position, level and key.
+                + n_levels * size_of::<f32>()
                 + capacity * (4 + 4 + 8),
             staged: width * height
                 + words(n_levels + 1)

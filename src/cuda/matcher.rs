@@ -107,7 +107,7 @@ pub(crate) fn download_knn2(
 }
 
 /// [`Knn2`] records from the kernels' little-endian `int3`s.
-fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
+pub(crate) fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
     bytes
         .chunks_exact(size_of::<Knn2>())
         .map(|b| {

@@ -6,7 +6,8 @@
 //! rmw implementations put on the wire and r2r's untyped API exchanges.
 
 /// `impl RosMessage` for the message type `$message` of interface package `$package`,
-/// under the type's own name unless `$name` is given.
+/// under the type's own name unless `$name` is given, encoded by `$encode` instead of
+/// serde where given.
 macro_rules! ros_message {
     ($package:literal, $message:ident) => {
         ros_message!($package, $message, stringify!($message));

@@ -6,7 +6,7 @@ use std::mem::size_of;
 use cudarc::driver::CudaStream;
 
 use crate::cuda::abi::Knn2;
-use crate::cuda::matcher::accept_all;
+use crate::cuda::matcher::{accept_all, decode_knn2};
 use crate::cuda::orb::plan::{Outputs, DESCRIPTOR_BYTES};
 use crate::cuda::orb::{CudaOrbExtractor, Fused};
 use crate::error::{Error, ImageError, Result};
@@ -108,14 +108,8 @@ impl CudaOrbExtractor {
         self.last_matches = if matches!(self.fused, Fused::None) {
             Vec::new()
         } else {
-            let m = out.matches.host.as_slice();
-            (0..queries)
-                .map(|i| Knn2 {
-                    best_index: word(m, 3 * i) as i32,
-                    best: word(m, 3 * i + 1) as i32,
-                    second: word(m, 3 * i + 2) as i32,
-                })
-                .collect()
+            let records = out.matches.host.as_slice();
+            decode_knn2(&records[..(queries * size_of::<Knn2>()).min(records.len())])
         };
         if let Fused::Resident(sets) = &mut self.fused {
             // Hamming distances are reported as they are.

@@ -8,7 +8,10 @@
 // a 2x2x2 block of bins of the (4+2)x(4+2)x8 histogram (the wrap bin o = 8 folded into
 // o = 0 as the vote is cast), added in fixed point by shared-memory integer atomics:
 // integer sums do not depend on the order of the votes, so the descriptor is the same
-// every run and on any number of SMs without ordering them. The clamp,
+// every run and on any number of SMs without ordering them. Neighbouring lanes take
+// neighbouring pixels, which mostly vote into the same bins, and atomics on one address
+// from one warp are served one after the other: so the histogram has COPIES copies,
+// lane l voting into copy l mod COPIES, summed when the window is done. The clamp,
 // renormalisation (RootSIFT when asked) and u8 quantisation run across the first warp.
 #include "common/sift_octaves.cuh"
 #include "common/block_queue.cuh"
@@ -24,6 +27,10 @@
 #define LENGTH (D * D * N)               // 128
 #define SIDE (D + 2)                     // spatial bins a side with the margin (-1 .. D)
 #define BINS (SIDE * SIDE * N)           // 288
+// Copies of the histogram, and the ints from one to the next: odd, so that a bin's
+// copies lie in distinct banks.
+#define COPIES 4
+#define COPY_STRIDE (BINS + 1)
 // Half the side of the sampled square, in bins: r_rot and c_rot within (-2.5, 2.5).
 #define HALF_SIDE ((float)(D / 2) + 0.5f)
 // From a rotated offset in bins to the bin coordinate (bin 0 from 0 to 1).
@@ -60,15 +67,16 @@ __device__ __forceinline__ float fixed_point_scale(float bin_width) {
 }
 
 extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
-    // The histogram, bin (r, c, o) at (r + 1, c + 1, o), in fixed-point counts.
-    __shared__ int histogram[BINS];
+    // The histogram's copies, bin (r, c, o) at (r + 1, c + 1, o) of each, in fixed-point
+    // counts.
+    __shared__ int histogram[COPIES * COPY_STRIDE];
     const int lane = threadIdx.x & 31;
     const int n = (int)__ldg(p.out_count);
     // The queue's read of the next keypoint follows the epilogue's reads of the
     // histogram: clearing it waits for both (the queue's barrier, then this one).
     for (int kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, -1); kp < n;
          kp = block_queue_take(&p.counters->describe_queue, n, p.layers, p.out_octave_layer, kp)) {
-        for (int b = threadIdx.x; b < BINS; b += blockDim.x) histogram[b] = 0;
+        for (int b = threadIdx.x; b < COPIES * COPY_STRIDE; b += blockDim.x) histogram[b] = 0;
         __syncthreads();
         const int packed = __ldg(&p.out_octave_layer[kp]);
         const SiftOctave oct = ldg_words(&p.octaves[packed_octave(packed)]);
@@ -126,7 +134,8 @@ extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
                 const float r0 = floorf(rbin), c0 = floorf(cbin), o0 = floorf(obin);
                 const float fr = rbin - r0, fc = cbin - c0, fo = obin - o0;
                 const int o = (int)o0 & (N - 1);  // o0 mod N, negative o0 too
-                int* cell = histogram + (((int)r0 + 1) * SIDE + (int)c0 + 1) * N;
+                int* cell = histogram + (lane & (COPIES - 1)) * COPY_STRIDE +
+                            (((int)r0 + 1) * SIDE + (int)c0 + 1) * N;
                 // Vote (dr, dc, do) as src/cpu/sift/descriptor.rs weighs it; each weight
                 // pair as x * f, x - x * f.
                 const float m = g.magnitude * to_counts;
@@ -151,7 +160,12 @@ extern "C" __global__ void sift_describe(const SiftDescribeParams p) {
         const int* bins = histogram + (r * SIDE + c) * N + 4 * lane % N;
         float values[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) values[q] = (float)bins[q];
+        for (int q = 0; q < 4; ++q) {
+            int count = 0;
+#pragma unroll
+            for (int copy = 0; copy < COPIES; ++copy) count += bins[copy * COPY_STRIDE + q];
+            values[q] = (float)count;
+        }
         float norm = sqrtf(warp_sum(values[0] * values[0] + values[1] * values[1] +
                                     values[2] * values[2] + values[3] * values[3]));
         const float clamp = norm * 0.2f;

@@ -134,7 +134,7 @@ fn image_message((width, height): (u32, u32), encoding: Encoding) -> Image {
         encoding: encoding.name().into(),
         is_bigendian: 0,
         step: width * encoding.bytes_per_pixel() as u32,
-        data,
+        data: data.into(),
     }
 }
 
@@ -163,7 +163,7 @@ fn confined_backends(_: &Config, _: u32) -> Result<(Box<dyn Extractor>, Box<dyn 
     Err(orbsift::error::CudaError::Unavailable("built without the `cuda` feature".into()).into())
 }
 
-/// Times the node's whole path for `case`, from a fresh copy of the frame each time.
+/// Times the node's whole path for `case`, from a freshly received frame each time.
 fn latency_of(c: &mut Criterion, case: &Case) {
     let mut node = match node_for(case) {
         Ok(node) => node,
@@ -174,12 +174,14 @@ fn latency_of(c: &mut Criterion, case: &Case) {
     };
     let report = node.diagnostics(0, None);
     let backend_name = report.value("backend").unwrap_or("?").to_string();
-    let image = image_message(case.size, case.encoding);
+    // Each frame is decoded from CDR as a transport decodes it: into the memory the
+    // node's extractor offers (frame_memory), where the GPU uploads it from.
+    let cdr = msgs::encode(&image_message(case.size, case.encoding)).expect("CDR");
     let mut group = c.benchmark_group("node");
     group.sample_size(30);
     group.bench_function(case.name(&backend_name), |b| {
         b.iter_batched(
-            || image.clone(),
+            || msgs::decode::<Image>(&cdr).expect("an Image"),
             |image| {
                 node.handle(Frame::from_image(Camera::Mono, image), &EncodingOutputs);
                 // Latency: the frame's own results, not overlapped with a next frame.
@@ -233,7 +235,7 @@ impl Camera1080p {
     fn start(count: u64) -> Self {
         let (sender, frames) = std::sync::mpsc::sync_channel(2);
         let image = image_message((1920, 1080), Encoding::Mono8);
-        let gray = GrayImage::new(1920, 1080, image.data).expect("1080p frame");
+        let gray = GrayImage::new(1920, 1080, image.data.into()).expect("1080p frame");
         std::thread::spawn(move || {
             for _ in 0..count {
                 if sender.send(gray.clone()).is_err() {

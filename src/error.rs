@@ -191,6 +191,13 @@ pub enum TransportError {
         source: cdr::Error,
     },
 
+    #[error("cannot decode a {message} message")]
+    CdrDecode {
+        message: &'static str,
+        #[source]
+        source: cdr_encoding::Error,
+    },
+
     #[error("ROS transport: {what}")]
     Ros {
         what: String,

@@ -1,7 +1,10 @@
 //! The two seams every backend implements: extraction and matching.
 
+use std::sync::Arc;
+
 use crate::config::MatchConfig;
 use crate::error::{Error, FeaturesError, Result};
+use crate::frame_memory::PageLockedPool;
 use crate::image::{GrayImage, RawFrame};
 use crate::types::{DescriptorKind, Features, Match};
 
@@ -33,6 +36,13 @@ pub trait Extractor: Send {
     /// is [`extract_frame`](Self::extract_frame) for one.
     fn submit(&mut self, image: &GrayImage) -> Result<Option<Features>> {
         self.extract(image).map(Some)
+    }
+
+    /// The page-locked pool this backend uploads frames from without a copy, for the
+    /// transport to decode frames into ([`crate::frame_memory`]); `None` where frames
+    /// are not uploaded (the CPU, or a GPU that reads host memory in place).
+    fn receive_pool(&self) -> Option<Arc<PageLockedPool>> {
+        None
     }
 
     /// The features of the oldest frame still in flight once it is done; `None` when

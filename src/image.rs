@@ -14,6 +14,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::error::{Error, ImageError, Result};
+use crate::frame_memory::PageLockedBytes;
 
 /// Largest side accepted anywhere; larger images are rejected, never allocated.
 pub const MAX_SIDE: usize = 1 << 16;
@@ -180,6 +181,9 @@ pub struct RawFrame<'a> {
     /// Only meaningful for mono16.
     pub big_endian: bool,
     pub data: &'a [u8],
+    /// The page-locked block `data` lies at the start of, when it was decoded into one
+    /// ([`crate::frame_memory`]): a GPU backend uploads from it without a copy.
+    pub page_locked: Option<&'a PageLockedBytes>,
 }
 
 impl RawFrame<'_> {
@@ -374,6 +378,7 @@ impl GrayImage {
                     step: width * 3,
                     big_endian: false,
                     data: rgb.as_raw(),
+                    page_locked: None,
                 })
             }
         };
@@ -443,6 +448,7 @@ impl GrayImage {
             step: self.width,
             big_endian: false,
             data: &self.data,
+            page_locked: None,
         }
     }
 
@@ -518,6 +524,7 @@ mod tests {
             step,
             big_endian: false,
             data,
+            page_locked: None,
         }
     }
 

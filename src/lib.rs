@@ -20,6 +20,7 @@ pub mod cuda;
 pub mod draw;
 pub mod error;
 pub mod extractor;
+pub mod frame_memory;
 pub mod image;
 pub mod msgs;
 pub mod node;

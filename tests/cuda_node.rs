@@ -24,6 +24,12 @@ use common::encoded::frames_from;
 use common::frames::{load, resized};
 use common::recorder::Recorder;
 
+/// `message` as a transport hands it to the node: decoded from CDR, into the memory
+/// the node's extractor offers (orbsift::frame_memory).
+fn received(message: &Image) -> Image {
+    orbsift::msgs::decode(&orbsift::msgs::encode(message).expect("CDR")).expect("an Image")
+}
+
 fn image_message(sec: i32, raw: &RawFrame<'_>) -> Image {
     Image {
         header: Header {
@@ -35,7 +41,7 @@ fn image_message(sec: i32, raw: &RawFrame<'_>) -> Image {
         encoding: raw.encoding.name().into(),
         is_bigendian: 0,
         step: raw.step as u32,
-        data: raw.data.to_vec(),
+        data: raw.data.to_vec().into(),
     }
 }
 
@@ -142,6 +148,7 @@ fn feed_message(i: usize, gray: &GrayImage, stamp: Time) -> Image {
             step: gray.width() * 3,
             big_endian: false,
             data: &bgr,
+            page_locked: None,
         };
         image_message(0, &raw)
     } else {
@@ -159,10 +166,8 @@ fn run(node: &mut Node, frames: &[GrayImage]) -> Recorder {
             sec: i as i32,
             nanosec: 0,
         };
-        node.handle(
-            Frame::from_image(Camera::Mono, feed_message(i, gray, stamp)),
-            &outputs,
-        );
+        let message = received(&feed_message(i, gray, stamp));
+        node.handle(Frame::from_image(Camera::Mono, message), &outputs);
     }
     // Back to back, each frame overlapped the one before it: the last is still in flight.
     node.finish_in_flight(&outputs);
@@ -229,7 +234,7 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
             ]
         });
     for (algorithm, mode) in cases {
-        let mut node = node_running(algorithm, Backend::Cuda, MemoryMode::Auto, mode);
+        let mut node = node_running(algorithm, Backend::Cuda, MemoryMode::Device, mode);
         let outputs = Recorder::default();
         let mut feed = |count: usize, outputs: &Recorder| {
             for i in 0..count {
@@ -241,7 +246,11 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
                     (MatchMode::Stereo, _) => Camera::Right,
                     _ => Camera::Mono,
                 };
-                let message = image_message((i / 2) as i32, &gray.as_raw());
+                let message = received(&image_message((i / 2) as i32, &gray.as_raw()));
+                assert!(
+                    message.data.page_locked().is_some(),
+                    "{algorithm:?} {mode:?}: frame {i} decoded into ordinary memory"
+                );
                 node.handle(Frame::from_image(camera, message), outputs);
             }
         };
@@ -254,7 +263,7 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
         assert_eq!(
             orbsift::cuda::allocations() - before,
             0,
-            "{algorithm:?} {mode:?}: GPU or pinned buffers allocated while running"
+            "{algorithm:?} {mode:?}: GPU, pinned or frame buffers allocated while running"
         );
         assert!(
             outputs.matches.borrow().len() - published >= 49,

@@ -63,7 +63,10 @@ fn images_arrive_intact_on_a_best_effort_subscription() {
         encoding: "rgb8".into(),
         is_bigendian: 0,
         step: 640 * 3,
-        data: (0..640 * 480 * 3).map(|i| (i % 251) as u8).collect(),
+        data: (0..640 * 480 * 3)
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<u8>>()
+            .into(),
     };
     assert_eq!(round_trip("image", image.clone(), true), image);
 }

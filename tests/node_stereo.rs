@@ -22,7 +22,8 @@ const DISPARITY: usize = 12;
 fn window(image: &GrayImage, left: usize, width: usize, frame_id: &str, stamp: Time) -> Image {
     let data = (0..image.height())
         .flat_map(|y| image.row(y)[left..left + width].iter().copied())
-        .collect();
+        .collect::<Vec<u8>>()
+        .into();
     Image {
         header: Header {
             stamp,

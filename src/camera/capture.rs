@@ -165,6 +165,7 @@ impl Capture {
                     source,
                 })
             })?,
+            page_locked: None,
         };
         let gray = msgs::gray_from_raw(&raw, self.max_pixels)?;
         let image = self.input.publish_image.then(|| Image {
@@ -174,7 +175,7 @@ impl Capture {
             encoding: encoding_name(encoding).into(),
             is_bigendian: 0,
             step: raw.step as u32,
-            data: raw.data.to_vec(),
+            data: raw.data.to_vec().into(),
         });
         Ok(Captured {
             gray,

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use cudarc::driver::sys::CUdevice_attribute as Attribute;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
@@ -19,8 +19,10 @@ use crate::config::MemoryMode;
 use crate::cuda::availability::availability;
 use crate::cuda::compiler::Arch;
 use crate::cuda::green::{self, SmConfinement};
+use crate::cuda::memory::FrameBlocks;
 use crate::cuda::modules::{cache_dir, MODULES};
 use crate::error::{CudaError, Error, Result};
+use crate::frame_memory::PageLockedPool;
 
 /// The devices open in this process, by ordinal and SM limit; each lives as long as a
 /// pipeline holds it.
@@ -40,6 +42,8 @@ pub struct GpuDevice {
     pub integrated: bool,
     /// The kernel modules loaded so far.
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// The page-locked blocks frames are decoded into, made on first use.
+    receive_pool: OnceLock<Arc<PageLockedPool>>,
 }
 
 impl GpuDevice {
@@ -105,6 +109,7 @@ impl GpuDevice {
             integrated: ctx.attribute(Attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1,
             ctx,
             modules: Mutex::new(HashMap::new()),
+            receive_pool: OnceLock::new(),
         })
     }
 
@@ -176,6 +181,18 @@ impl GpuDevice {
             None => self.name.clone(),
             Some(how) => format!("{} ({} SMs, {how})", self.name, self.sm_count),
         }
+    }
+
+    /// The pool frames are best decoded into for pipelines that upload them: one per
+    /// device, shared by its pipelines.
+    pub fn receive_pool(&self) -> Arc<PageLockedPool> {
+        self.receive_pool
+            .get_or_init(|| {
+                PageLockedPool::new(Box::new(FrameBlocks {
+                    ctx: self.ctx.clone(),
+                }))
+            })
+            .clone()
     }
 
     /// Whether a pipeline opened with `memory` keeps its frames in unified memory here.

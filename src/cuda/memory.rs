@@ -5,12 +5,14 @@
 //! pipeline owns every buffer, binds its context before freeing, and never frees
 //! while its stream has work in flight (it synchronises once per frame).
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
-use crate::error::Result;
+use crate::error::{CudaError, Error, Result};
+use crate::frame_memory::PageLockedAllocator;
 
 /// Device and page-locked host allocations made by this process so far.
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
@@ -133,6 +135,35 @@ impl Drop for HostBuffer {
     }
 }
 
+/// Page-locked blocks for frames to be decoded into ([`crate::frame_memory`]):
+/// portable, so that every context of the process (a green one included) uploads from
+/// them at the copy engine's speed.
+pub struct FrameBlocks {
+    pub ctx: Arc<CudaContext>,
+}
+
+impl PageLockedAllocator for FrameBlocks {
+    fn allocate(&self, bytes: usize) -> Result<NonNull<u8>> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the context is current (the decoding thread is not the pipeline's);
+        // the block is written before anything reads it.
+        let host = unsafe { result::malloc_host(bytes.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) }?;
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        NonNull::new(host.cast::<u8>())
+            .ok_or_else(|| Error::Cuda(CudaError::Unavailable("cuMemHostAlloc gave null".into())))
+    }
+
+    unsafe fn free(&self, ptr: NonNull<u8>) {
+        let freed = self.ctx.bind_to_thread().and_then(|()| {
+            // SAFETY: as the caller vouches, `ptr` came from `allocate` and no copy reads it.
+            unsafe { result::free_host(ptr.as_ptr().cast()) }
+        });
+        if let Err(error) = freed {
+            log::warn!("cuMemFreeHost failed: {error}");
+        }
+    }
+}
+
 /// A buffer both sides use once per frame: in place in mapped host memory
 /// (`unified`), or a device buffer with a pinned host twin and async copies on the
 /// stream (`device`).
@@ -172,6 +203,26 @@ impl Staged {
             unsafe {
                 result::memcpy_htod_async(device.ptr, self.host.as_slice(), stream.cu_stream())
             }?;
+        }
+        Ok(())
+    }
+
+    /// Whether kernels read the host side in place (`unified`), so that the device
+    /// sees only what is in it.
+    pub fn is_mapped(&self) -> bool {
+        self.device.is_none()
+    }
+
+    /// Queues the copy of `source` to the device side instead of the host side's.
+    ///
+    /// # Safety
+    /// `source` is page-locked and stays unchanged until the copy is done (the
+    /// stream's next synchronisation); it holds at most as many bytes as the buffer.
+    pub unsafe fn upload_from_async(&self, source: &[u8], stream: &CudaStream) -> Result<()> {
+        if let Some(device) = &self.device {
+            debug_assert!(source.len() <= device.bytes);
+            // SAFETY: as the caller vouches; `device` holds at least `source.len()` bytes.
+            unsafe { result::memcpy_htod_async(device.ptr, source, stream.cu_stream()) }?;
         }
         Ok(())
     }

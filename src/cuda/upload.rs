@@ -13,6 +13,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::Staged;
 use crate::error::{Error, ImageError, Result};
+use crate::frame_memory::PageLockedBytes;
 use crate::image::RawFrame;
 
 /// The least a thread copies into pinned memory: below it, waking a thread costs
@@ -24,6 +25,10 @@ const MIN_COPY_CHUNK: usize = 64 * 1024;
 pub struct FrameUpload {
     buffer: Staged,
     layout: FrameLayout,
+    /// The frame to upload when it was decoded into page-locked memory: uploaded from
+    /// there, and held until this buffer takes its next frame (by then its upload has
+    /// been waited for).
+    decoded: Option<PageLockedBytes>,
 }
 
 impl FrameUpload {
@@ -31,6 +36,7 @@ impl FrameUpload {
         Ok(Self {
             buffer: Staged::new(ctx, layout.upload_bytes(), unified)?,
             layout,
+            decoded: None,
         })
     }
 
@@ -44,9 +50,11 @@ impl FrameUpload {
         self.buffer.ptr
     }
 
-    /// Copies the bytes of `frame` that hold its grey values into the pinned host side,
-    /// split evenly over the threads: it is on every frame's critical path, and a
-    /// single core does not reach the memory bandwidth.
+    /// Takes `frame` for the next upload: where it was decoded into page-locked memory
+    /// and the device has its own buffer, from there; otherwise its bytes that hold
+    /// grey values are copied into the pinned host side, split evenly over the
+    /// threads (the copy is on every frame's critical path, and a single core does not
+    /// reach the memory bandwidth).
     pub fn copy(&mut self, frame: &RawFrame<'_>) -> Result<()> {
         use rayon::prelude::*;
         let bytes = self.layout.upload_bytes();
@@ -72,6 +80,15 @@ impl FrameUpload {
                 l.step
             ))));
         }
+        self.decoded = frame
+            .page_locked
+            .filter(|block| {
+                !self.buffer.is_mapped() && block.as_slice().as_ptr() == frame.data.as_ptr()
+            })
+            .cloned();
+        if self.decoded.is_some() {
+            return Ok(());
+        }
         let (to, from) = (
             &mut self.buffer.host.as_mut_slice()[..bytes],
             &frame.data[..bytes],
@@ -86,8 +103,17 @@ impl FrameUpload {
         Ok(())
     }
 
-    /// Queues the upload of the copied frame on `stream` (nothing to do when mapped).
+    /// Queues the upload of the frame taken last on `stream` (nothing to do when mapped).
     pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
-        self.buffer.upload_async(stream)
+        match &self.decoded {
+            // SAFETY: the block is page-locked, nobody writes it while it is held, and
+            // it is held until the next frame, after this upload was waited for; it
+            // holds the frame, whose upload bytes `copy` checked fit the buffer.
+            Some(block) => unsafe {
+                self.buffer
+                    .upload_from_async(&block.as_slice()[..self.layout.upload_bytes()], stream)
+            },
+            None => self.buffer.upload_async(stream),
+        }
     }
 }

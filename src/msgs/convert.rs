@@ -22,6 +22,7 @@ pub fn raw_frame(image: &Image, max_pixels: u64) -> Result<RawFrame<'_>> {
         step: image.step as usize,
         big_endian: image.is_bigendian != 0,
         data: &image.data,
+        page_locked: image.data.page_locked(),
     };
     check_pixels(&frame, max_pixels)?;
     frame.validate()?;

@@ -36,6 +36,7 @@ pub mod rcl_interfaces;
 mod sequence_cdr;
 mod standard;
 
+pub use crate::frame_memory::FrameBytes;
 pub use convert::{
     features_message, gray_from_compressed, gray_from_image, gray_from_raw, raw_frame,
 };
@@ -77,14 +78,28 @@ pub fn encode<M: RosMessage>(message: &M) -> Result<Vec<u8>> {
     })
 }
 
-/// Decodes CDR (either byte order, as the encapsulation header says).
+/// Decodes CDR (either byte order, as the encapsulation header says), reading byte
+/// sequences where they lie: image data goes once from the received bytes to where it
+/// is kept ([`crate::frame_memory`]).
 pub fn decode<M: RosMessage>(bytes: &[u8]) -> Result<M> {
-    cdr::deserialize(bytes).map_err(|source| {
-        Error::Transport(TransportError::Cdr {
+    use byteorder::{BigEndian, LittleEndian};
+    let error = |source| {
+        Error::Transport(TransportError::CdrDecode {
             message: M::NAME,
             source,
         })
-    })
+    };
+    let Some((&[_, representation, _, _], payload)) = bytes.split_first_chunk::<4>() else {
+        return Err(error(cdr_encoding::Error::Eof));
+    };
+    let decoded = match representation {
+        0 | 2 => cdr_encoding::from_bytes::<M, BigEndian>(payload),
+        1 | 3 => cdr_encoding::from_bytes::<M, LittleEndian>(payload),
+        other => Err(cdr_encoding::Error::Message(format!(
+            "unknown CDR representation {other} in the encapsulation header"
+        ))),
+    };
+    decoded.map(|(message, _)| message).map_err(error)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::RosMessage;
+use super::{FrameBytes, RosMessage};
 
 /// `builtin_interfaces/Time`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,9 +46,8 @@ pub struct Image {
     pub encoding: String,
     pub is_bigendian: u8,
     pub step: u32,
-    /// One copy in and out of CDR, not one serde call per byte (25 M for a 4K frame).
-    #[serde(with = "serde_bytes")]
-    pub data: Vec<u8>,
+    /// Decoded into page-locked memory where the GPU backend offers it.
+    pub data: FrameBytes,
 }
 
 ros_message!("sensor_msgs", Image);

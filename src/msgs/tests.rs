@@ -165,7 +165,7 @@ fn every_message_round_trips() {
         encoding: "rgb8".into(),
         is_bigendian: 0,
         step: 9,
-        data: (0..18).collect(),
+        data: (0..18).collect::<Vec<u8>>().into(),
     };
     assert_eq!(decode::<Image>(&encode(&image).unwrap()).unwrap(), image);
 
@@ -194,7 +194,7 @@ fn truncated_bytes_are_an_error_naming_the_message() {
         assert!(
             matches!(
                 err,
-                Error::Transport(TransportError::Cdr {
+                Error::Transport(TransportError::CdrDecode {
                     message: "Features",
                     ..
                 })
@@ -202,6 +202,23 @@ fn truncated_bytes_are_an_error_naming_the_message() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn big_endian_cdr_decodes_and_an_unknown_representation_is_an_error() {
+    let features = sample_features();
+    let big_endian = cdr::serialize::<_, _, cdr::CdrBe>(&features, cdr::Infinite).unwrap();
+    assert_eq!(big_endian[1], 0);
+    assert_eq!(decode::<Features>(&big_endian).unwrap(), features);
+
+    let mut unknown = encode(&features).unwrap();
+    unknown[1] = 7;
+    let err = decode::<Features>(&unknown).unwrap_err();
+    assert!(
+        err.one_line().contains("representation 7"),
+        "{}",
+        err.one_line()
+    );
 }
 
 #[test]
@@ -221,7 +238,7 @@ fn image(encoding: &str, width: u32, height: u32, step: u32, data: Vec<u8>) -> I
         encoding: encoding.into(),
         is_bigendian: 0,
         step,
-        data,
+        data: data.into(),
     }
 }
 

@@ -129,7 +129,16 @@ impl Node {
             failures: Throttle::new(Duration::from_secs(2)),
         };
         node.place_matching();
+        node.decode_frames_for_extractor();
         node
+    }
+
+    /// Image data is decoded where the extractor uploads it from without a copy, if it
+    /// offers such memory ([`crate::frame_memory`]).
+    fn decode_frames_for_extractor(&self) {
+        if let Some(pool) = self.extractor.receive_pool() {
+            crate::frame_memory::decode_frames_into(Some(&pool));
+        }
     }
 
     /// Matching goes to the extractor where it can match frames with features it
@@ -255,7 +264,10 @@ impl Node {
         let matching_changed = config.library.matching != self.config.library.matching;
         if extraction_changed {
             match crate::create_extractor(&on_this_backend.library) {
-                Ok(extractor) => self.extractor = extractor,
+                Ok(extractor) => {
+                    self.extractor = extractor;
+                    self.decode_frames_for_extractor();
+                }
                 Err(err) => self.failures.warn(&format!(
                     "keeping the previous extractor: {}",
                     err.one_line()
@@ -527,7 +539,7 @@ fn rgb_message(header: Header, picture: image::RgbImage) -> Image {
         encoding: "rgb8".into(),
         is_bigendian: 0,
         step: width * 3,
-        data: picture.into_raw(),
+        data: picture.into_raw().into(),
     }
 }
 

@@ -111,7 +111,7 @@ fn image(camera: Camera, sec: i32, nanosec: u32, width: u32) -> Image {
         encoding: "mono8".into(),
         is_bigendian: 0,
         step: width,
-        data: vec![7; width as usize * 4],
+        data: vec![7; width as usize * 4].into(),
     }
 }
 
@@ -166,7 +166,7 @@ fn bad_frames_are_counted_skipped_and_the_node_goes_on() {
     let bad = [
         spoiled(2, |image| image.encoding = "bayer_rggb16".into()),
         spoiled(3, |image| image.step = 15),
-        spoiled(4, |image| image.data.truncate(40)),
+        spoiled(4, |image| image.data = image.data[..40].to_vec().into()),
         spoiled(5, |image| image.height = 0),
         frame(Camera::Mono, 6, 0, 2048), // 2048 x 4 > max_image_pixels
     ];

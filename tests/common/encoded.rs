@@ -42,6 +42,7 @@ impl EncodedFrame {
             step: self.step,
             big_endian: self.big_endian,
             data: &self.data,
+            page_locked: None,
         }
     }
 }

@@ -13,6 +13,8 @@
 //! launch sequence, `collect.rs` the downloads and the features read from them, and
 //! `pipeline.rs` the overlap of frame N+1's upload with frame N.
 
+use std::sync::Arc;
+
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
@@ -22,6 +24,7 @@ use crate::cuda::memory::DeviceBuffer;
 use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::error::{ConfigError, CudaError, Error, ImageError, Result};
 use crate::extractor::{check_same_kind, Extractor, Residency};
+use crate::frame_memory::PageLockedPool;
 use crate::image::{GrayImage, RawFrame};
 use crate::spec::brief_pattern::PATTERN;
 use crate::spec::fast_arc::arc_table;
@@ -389,6 +392,10 @@ fn no_plan() -> Error {
 impl Extractor for CudaOrbExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
         self.extract_frame(&image.as_raw())
+    }
+
+    fn receive_pool(&self) -> Option<Arc<PageLockedPool>> {
+        (!self.unified).then(|| self.gpu.receive_pool())
     }
 
     /// Uploads the frame as it arrived and converts it to grey on the GPU, bit for bit

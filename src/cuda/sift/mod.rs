@@ -23,6 +23,8 @@ mod steps;
 
 pub use plan::{DeviceLimits, PlanBytes};
 
+use std::sync::Arc;
+
 use crate::config::{MatchConfig, MemoryMode, SiftConfig};
 use crate::cuda::abi::SUMMARY_WORDS;
 use crate::cuda::gpu::Gpu;
@@ -32,6 +34,7 @@ use crate::cuda::timing::{FrameClock, FrameTiming};
 use crate::cuda::upload::FrameUpload;
 use crate::error::{CudaError, Error, Result};
 use crate::extractor::{Extractor, Residency};
+use crate::frame_memory::PageLockedPool;
 use crate::image::{GrayImage, RawFrame};
 use crate::types::{Features, Match};
 
@@ -215,6 +218,10 @@ impl CudaSiftExtractor {
 impl Extractor for CudaSiftExtractor {
     fn extract(&mut self, image: &GrayImage) -> Result<Features> {
         self.extract_frame(&image.as_raw())
+    }
+
+    fn receive_pool(&self) -> Option<Arc<PageLockedPool>> {
+        (!self.unified).then(|| self.gpu.receive_pool())
     }
 
     /// Uploads the frame as it arrived and converts it to grey on the GPU, bit for bit

@@ -59,6 +59,18 @@ ABI_OFFSET(CrossCheckCountedParams, forward, 0);
 ABI_OFFSET(CrossCheckCountedParams, n_query, 8);
 ABI_OFFSET(CrossCheckCountedParams, backward, 16);
 
+// match_cross_check_best_counted: as CrossCheckCountedParams, with the backward search
+// as orb_describe fuses it: each train descriptor's nearest query only.
+struct CrossCheckBestCountedParams {
+    int3* forward;
+    const unsigned int* n_query;
+    const unsigned int* backward_best;  // one per train descriptor: distance << BACKWARD_QUERY_BITS | query
+};
+ABI_SIZE(CrossCheckBestCountedParams, 24);
+ABI_OFFSET(CrossCheckBestCountedParams, forward, 0);
+ABI_OFFSET(CrossCheckBestCountedParams, n_query, 8);
+ABI_OFFSET(CrossCheckBestCountedParams, backward_best, 16);
+
 // match_l2_knn2: each query's two nearest among the train tiles of its block's run.
 struct L2Knn2Params {
     const uint4* query;  // 128 bytes a descriptor

@@ -238,10 +238,13 @@ struct OrbDescribeParams {
     // Its size, read here: a graph replays for every count a resident set takes.
     const unsigned int* train_count;
     int3* matches;                    // (best index, best, second best) per keypoint
+    // Or null: per train descriptor, its nearest keypoint as `distance <<
+    // BACKWARD_QUERY_BITS | keypoint` (common/hamming.cuh), atomicMin-ed into all ones.
+    unsigned int* backward_best;
     int n_levels;
     int per_block;                    // keypoints per block, at most 32
 };
-ABI_SIZE(OrbDescribeParams, 120);
+ABI_SIZE(OrbDescribeParams, 128);
 ABI_OFFSET(OrbDescribeParams, pyramid, 0);
 ABI_OFFSET(OrbDescribeParams, smoothed, 8);
 ABI_OFFSET(OrbDescribeParams, level_table, 16);
@@ -254,8 +257,9 @@ ABI_OFFSET(OrbDescribeParams, descriptors, 80);
 ABI_OFFSET(OrbDescribeParams, train, 88);
 ABI_OFFSET(OrbDescribeParams, train_count, 96);
 ABI_OFFSET(OrbDescribeParams, matches, 104);
-ABI_OFFSET(OrbDescribeParams, n_levels, 112);
-ABI_OFFSET(OrbDescribeParams, per_block, 116);
+ABI_OFFSET(OrbDescribeParams, backward_best, 112);
+ABI_OFFSET(OrbDescribeParams, n_levels, 120);
+ABI_OFFSET(OrbDescribeParams, per_block, 124);
 
 // The fields a Features message publishes per keypoint.
 struct OrbFeatureArrays {

@@ -53,3 +53,12 @@ extern "C" __global__ void match_hamming_knn2_counted(const HammingKnn2CountedPa
 extern "C" __global__ void match_cross_check_counted(const CrossCheckCountedParams p) {
     hamming_cross_check(p.forward, (int)*p.n_query, p.backward);
 }
+
+// The cross-check against a backward search that kept each train descriptor's nearest
+// query only (orb_describe's, packed as common/hamming.cuh says): the same rule.
+extern "C" __global__ void match_cross_check_best_counted(const CrossCheckBestCountedParams p) {
+    const int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= (int)*p.n_query) return;
+    const int t = p.forward[q].x;
+    if (t >= 0 && (int)(p.backward_best[t] & ((1u << BACKWARD_QUERY_BITS) - 1u)) != q) p.forward[q].x = -1;
+}

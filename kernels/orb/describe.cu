@@ -158,8 +158,14 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
 
         // Fused matching while the descriptor is on chip: each warp sweeps a slice of
         // the train set, then warp 0 merges the slices (inactive lanes help the sweep).
+        // With backward_best, the sweep's distances also give each train descriptor its
+        // nearest keypoint, the cross-check's backward search (the branch is uniform).
         if (p.train != nullptr) {
-            Best2 mine = warp_best2(desc, p.train, n_train, wid * WARP, DESCRIBE_WARPS * WARP);
+            const int first_train = wid * WARP, train_step = DESCRIBE_WARPS * WARP;
+            Best2 mine = p.backward_best != nullptr
+                             ? warp_best2<true>(desc, p.train, n_train, first_train, train_step, active ? i : -1,
+                                                p.backward_best)
+                             : warp_best2(desc, p.train, n_train, first_train, train_step);
             candidates[wid * WARP + lane] = make_int3(mine.best_index, mine.best, mine.second);
             __syncthreads();
             if (wid == 0 && active) {

@@ -11,7 +11,7 @@ mod node;
 mod parameters;
 
 pub use node::{ImageTransport, InputConfig, InputSource, MatchMode, NodeConfig, NodeMatchConfig};
-pub use parameters::{spec_of, Change, Range, Spec, Value, SPECS};
+pub use parameters::{spec_of, Change, Range, Spec, Value, ORB_MAX_FEATURES, SPECS};
 
 use std::path::Path;
 

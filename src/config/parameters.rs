@@ -8,6 +8,10 @@ use serde_yaml::Value as Yaml;
 use super::{invalid, merge, nest, NodeConfig};
 use crate::error::{ConfigError, Error, Result};
 
+/// The most keypoints `orb.n_features` may ask for (the CUDA ORB packs a keypoint's
+/// index below a distance in one word; `cuda::abi::BACKWARD_QUERY_BITS` checks it fits).
+pub const ORB_MAX_FEATURES: i64 = 1_000_000;
+
 /// Whether a running node takes a new value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -116,7 +120,7 @@ pub const SPECS: &[Spec] = &[
     spec(
         "orb.n_features",
         Live,
-        int(1, 1_000_000),
+        int(1, ORB_MAX_FEATURES),
         "keypoints wanted over all pyramid levels",
     ),
     spec("orb.n_levels", Live, int(1, 32), "pyramid levels"),

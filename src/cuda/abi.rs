@@ -13,6 +13,7 @@
 //! `kernels/common/*_params.cuh` and mirrored in the submodule of the same name, checked
 //! the same way.
 
+use crate::config::ORB_MAX_FEATURES;
 use crate::spec::sift_descriptor;
 
 /// Lets a launch pass each of these structs whole, as its kernel's one parameter
@@ -57,6 +58,11 @@ pub const WARP: u32 = 32;
 
 /// Words of a 256-bit ORB descriptor (kernels/common/hamming.cuh).
 pub const DESC_WORDS: usize = 8;
+/// Low bits of a train descriptor's nearest query as `orb_describe` packs it under the
+/// distance (`distance << BACKWARD_QUERY_BITS | query`, kernels/common/hamming.cuh):
+/// every keypoint index of a frame must fit.
+pub const BACKWARD_QUERY_BITS: u32 = 23;
+const _: () = assert!(ORB_MAX_FEATURES < 1 << BACKWARD_QUERY_BITS);
 /// Levels an ORB level table may hold (`orb.n_levels` is at most this).
 pub const ORB_MAX_LEVELS: usize = 32;
 /// Word of the grid barrier's generation, on its own 128-byte line after the arrival
@@ -95,6 +101,7 @@ const _: () = assert!(PATCH_ROW_WORDS * 4 >= PATCH_SIDE);
 /// The defines of the ORB modules.
 pub const ORB_DEFINES: &[Define] = &[
     define!(DESC_WORDS),
+    define!(BACKWARD_QUERY_BITS),
     define!(ORB_MAX_LEVELS),
     define!(GRID_BARRIER_GENERATION),
     define!(PYRAMID_THREADS),
@@ -189,7 +196,11 @@ pub const L2_THREADS: u32 = 256;
 pub const L2_DEFINES: &[Define] = &[define!(L2_TILE), define!(L2_THREADS)];
 
 /// The defines of the Hamming matcher's module.
-pub const HAMMING_DEFINES: &[Define] = &[define!(DESC_WORDS), define!(MATCH_WARPS)];
+pub const HAMMING_DEFINES: &[Define] = &[
+    define!(DESC_WORDS),
+    define!(BACKWARD_QUERY_BITS),
+    define!(MATCH_WARPS),
+];
 
 /// One pyramid level of the ORB kernels (`OrbLevel`, kernels/common/levels.cuh).
 #[repr(C)]

@@ -47,6 +47,17 @@ pub struct CrossCheckCountedParams {
     pub backward: CUdeviceptr,
 }
 
+/// `match_cross_check_best_counted`: as [`CrossCheckCountedParams`], with the backward
+/// search as `orb_describe` fuses it: each train descriptor's nearest query only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CrossCheckBestCountedParams {
+    pub forward: CUdeviceptr,
+    pub n_query: CUdeviceptr,
+    /// One u32 per train descriptor, `distance << BACKWARD_QUERY_BITS | query`.
+    pub backward_best: CUdeviceptr,
+}
+
 /// `match_l2_knn2`: each query's two nearest among the train tiles of its block's run.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +93,7 @@ kernel_params!(
     CrossCheckParams,
     HammingKnn2CountedParams,
     CrossCheckCountedParams,
+    CrossCheckBestCountedParams,
     L2Knn2Params,
     L2MergeParams
 );
@@ -114,6 +126,11 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             forward,
             n_query,
             backward,
+        }),
+        layout!(CrossCheckBestCountedParams {
+            forward,
+            n_query,
+            backward_best,
         }),
         layout!(L2Knn2Params {
             query,

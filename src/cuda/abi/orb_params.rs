@@ -184,6 +184,10 @@ pub struct OrbDescribeParams {
     pub train: CUdeviceptr,
     pub train_count: CUdeviceptr,
     pub matches: CUdeviceptr,
+    /// Per train descriptor its nearest keypoint, `distance << BACKWARD_QUERY_BITS |
+    /// keypoint`, folded by atomicMin into words preset to all ones (the cross-check's
+    /// backward search); 0 (null) for none.
+    pub backward_best: CUdeviceptr,
     pub n_levels: i32,
     /// Keypoints per block, at most 32.
     pub per_block: i32,
@@ -341,6 +345,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             train,
             train_count,
             matches,
+            backward_best,
             n_levels,
             per_block,
         }),

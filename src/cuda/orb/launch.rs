@@ -9,7 +9,9 @@ use std::mem::size_of;
 use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::OrbScore;
-use crate::cuda::abi::match_params::{CrossCheckCountedParams, HammingKnn2CountedParams};
+use crate::cuda::abi::match_params::{
+    CrossCheckBestCountedParams, CrossCheckCountedParams, HammingKnn2CountedParams,
+};
 use crate::cuda::abi::orb_params::{
     OrbCellCandidatesParams, OrbDescribeParams, OrbFastScoreParams, OrbKeypointFieldsParams,
     OrbPyramidParams, OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams,
@@ -122,7 +124,8 @@ impl Kernels {
     ) -> Result<()> {
         // SAFETY: `p` is `orb_describe`'s parameter struct; the caller vouches for the
         // pyramids, tables and outputs (`train` and `train_count` may be null: the
-        // kernel then matches nothing).
+        // kernel then matches nothing; `backward_best` may be null, else it holds a
+        // word per train descriptor).
         unsafe { self.describe.launch(stream, config, p) }
     }
 
@@ -159,6 +162,17 @@ impl Kernels {
         // vouches for the pointers (`backward` covers every index `forward` names).
         unsafe { self.cross_check_counted.launch(stream, config, p) }
     }
+
+    pub unsafe fn cross_check_best_counted(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        p: &CrossCheckBestCountedParams,
+    ) -> Result<()> {
+        // SAFETY: `p` is `match_cross_check_best_counted`'s parameter struct; the caller
+        // vouches for the pointers (`backward_best` covers every index `forward` names).
+        unsafe { self.cross_check_best_counted.launch(stream, config, p) }
+    }
 }
 
 impl CudaOrbExtractor {
@@ -188,6 +202,15 @@ impl CudaOrbExtractor {
                 stream.cu_stream(),
             )
         }?;
+        let backward_best = self
+            .fused
+            .fuses_backward(residency)
+            .then_some(&plan.backward_best);
+        if let Some(best) = backward_best {
+            // SAFETY: the buffer holds exactly `best.bytes` bytes on this context; all
+            // ones is "no keypoint yet" for orb_describe's atomicMin.
+            unsafe { result::memset_d8_async(best.ptr, 0xff, best.bytes, stream.cu_stream()) }?;
+        }
         // FAST on levels first_level..n_levels - 1.
         let fast_score = |first_level: i32, n_levels: i32| OrbFastScoreParams {
             pyramid: plan.pyramid.ptr,
@@ -320,6 +343,7 @@ impl CudaOrbExtractor {
                     train: train.map_or(0, |t| t.buffer.ptr),
                     train_count: train.map_or(0, |t| t.count.ptr),
                     matches: outputs.matches.ptr,
+                    backward_best: backward_best.map_or(0, |b| b.ptr),
                     n_levels,
                     per_block: shapes.describe_per_block,
                 },
@@ -349,12 +373,13 @@ impl CudaOrbExtractor {
     }
 
     /// After the fused forward search (this frame against the slot it is matched
-    /// with): the slot's own search among this frame's keypoints, which is the
-    /// cross-check's backward search or, where this frame is the train set, the
-    /// matches themselves (copied where the forward ones are downloaded from); the
-    /// cross-check; then this frame's descriptors and count go into the slot it is
-    /// kept in. Sized for `n_features` keypoints on both sides, the counts read on the
-    /// GPU.
+    /// with): where this frame is the query, the cross-check against the backward
+    /// search `orb_describe` folded into the same sweep (`Fused::fuses_backward`);
+    /// where it is the train set, the slot's own search among this frame's keypoints
+    /// (the matches, copied where the forward ones are downloaded from) and the
+    /// cross-check against the fused search. Then this frame's descriptors and count go
+    /// into the slot it is kept in. Sized for `n_features` keypoints on both sides, the
+    /// counts read on the GPU.
     fn enqueue_resident(
         &self,
         plan: &Plan,
@@ -372,10 +397,22 @@ impl CudaOrbExtractor {
         let kept = &sets.slots[residency.keep_as.index()];
         let knn2_bytes = plan.capacity * size_of::<Knn2>();
         // SAFETY: the slots and the plan's descriptors hold `capacity` descriptors,
-        // `matches` and `backward` `capacity` Knn2, and both counts are at most
-        // `capacity`; the copies stay within those sizes.
+        // `matches` and `backward` `capacity` Knn2, `backward_best` `capacity` words,
+        // and both counts are at most `capacity`; the copies stay within those sizes.
         unsafe {
-            if cross_check || !residency.frame_is_query {
+            if residency.frame_is_query {
+                if cross_check {
+                    k.cross_check_best_counted(
+                        stream,
+                        plan.shapes.cross_check,
+                        &CrossCheckBestCountedParams {
+                            forward,
+                            n_query: count,
+                            backward_best: plan.backward_best.ptr,
+                        },
+                    )?;
+                }
+            } else {
                 k.knn2_counted(
                     stream,
                     plan.shapes.knn2,
@@ -387,24 +424,17 @@ impl CudaOrbExtractor {
                         out: plan.backward.ptr,
                     },
                 )?;
-            }
-            if cross_check {
-                let check = if residency.frame_is_query {
-                    CrossCheckCountedParams {
-                        forward,
-                        n_query: count,
-                        backward: plan.backward.ptr,
-                    }
-                } else {
-                    CrossCheckCountedParams {
-                        forward: plan.backward.ptr,
-                        n_query: slot.count.ptr,
-                        backward: forward,
-                    }
-                };
-                k.cross_check_counted(stream, plan.shapes.cross_check, &check)?;
-            }
-            if !residency.frame_is_query {
+                if cross_check {
+                    k.cross_check_counted(
+                        stream,
+                        plan.shapes.cross_check,
+                        &CrossCheckCountedParams {
+                            forward: plan.backward.ptr,
+                            n_query: slot.count.ptr,
+                            backward: forward,
+                        },
+                    )?;
+                }
                 result::memcpy_dtod_async(
                     forward,
                     plan.backward.ptr,

@@ -88,6 +88,14 @@ impl Fused {
                 .then(|| &sets.slots[residency.match_with.index()]),
         }
     }
+
+    /// Whether a frame of `residency` gets the cross-check's backward search (each
+    /// train descriptor's nearest keypoint) from its own forward search in
+    /// `orb_describe`: a resident query frame with the cross-check. A frame that is the
+    /// train set gets the slot's whole search after describing instead.
+    fn fuses_backward(&self, residency: Residency) -> bool {
+        matches!(self, Fused::Resident(sets) if sets.config.cross_check && residency.frame_is_query)
+    }
 }
 
 /// One pyramid level's intermediate images on the GPU, as the CPU reference's
@@ -195,9 +203,11 @@ impl CudaOrbExtractor {
 
     /// Matches each frame, on the GPU, with descriptors of earlier frames kept there
     /// in two slots, as [`Extractor::set_residency`] says: the frame's forward search
-    /// runs while describing, the slot's search and the cross-check (if `config` asks)
-    /// right after, and the ratio test and distance limit on the host, as the CPU
-    /// matcher applies them. `None` stops it.
+    /// runs while describing (where the frame is the query, with the cross-check's
+    /// backward search in the same sweep), the slot's search (where the frame is the
+    /// train set) and the cross-check (if `config` asks) right after, and the ratio
+    /// test and distance limit on the host, as the CPU matcher applies them. `None`
+    /// stops it.
     pub fn match_resident_sets(&mut self, config: Option<&MatchConfig>) -> Result<()> {
         let fused = match config {
             None => Fused::None,

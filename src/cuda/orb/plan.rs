@@ -345,10 +345,14 @@ pub struct Plan {
     pub keypoints: KeptKeypoints,
     /// Per level (f32): the frame pixels of one level pixel, as the host scales them.
     pub level_scales: DeviceBuffer,
-    /// Resident matching: the slot's best matches among this frame's keypoints, one
-    /// [`Knn2`] per keypoint of the slot (the cross-check's backward search, or the
-    /// matches themselves where the frame is the train set).
+    /// Resident matching where the frame is the train set: the slot's matches among
+    /// this frame's keypoints, one [`Knn2`] per keypoint of the slot.
     pub backward: DeviceBuffer,
+    /// Resident matching with the cross-check where the frame is the query: per
+    /// descriptor of the slot, its nearest keypoint of this frame as `orb_describe`
+    /// packs it (u32, `distance << BACKWARD_QUERY_BITS | keypoint`), preset to all ones
+    /// each frame.
+    pub backward_best: DeviceBuffer,
 }
 
 /// One frame buffer, the layout of the frames it takes, the outputs of its frames
@@ -475,6 +479,7 @@ impl Plan {
             },
             level_scales,
             backward: DeviceBuffer::new(ctx, capacity * size_of::<Knn2>())?,
+            backward_best: DeviceBuffer::new(ctx, capacity * size_of::<u32>())?,
         })
     }
 

@@ -29,8 +29,8 @@ pub const DESCRIBE_SHARED_BYTES: u32 = (PATCH_SIDE * PATCH_ROW_WORDS) as u32 * W
 pub const RANK_THREADS: u32 = RANK_WARPS * WARP;
 /// Threads of an `orb_record_keys` block.
 pub const RECORD_KEY_THREADS: u32 = 256;
-/// Threads of a `match_cross_check_counted` block: one query each; small blocks
-/// spread a frame's 2000 queries over many SMs.
+/// Threads of a `match_cross_check_counted` / `match_cross_check_best_counted` block:
+/// one query each; small blocks spread a frame's 2000 queries over many SMs.
 pub const MATCH_THREADS: u32 = 32;
 
 /// Gaussian tap `i` of the descriptors' smoothing as a byte (a tap of 256 or more
@@ -102,6 +102,7 @@ pub struct Kernels {
     pub keypoint_fields: Kernel,
     pub knn2_counted: Kernel,
     pub cross_check_counted: Kernel,
+    pub cross_check_best_counted: Kernel,
 }
 
 impl Kernels {
@@ -120,6 +121,7 @@ impl Kernels {
             keypoint_fields: load("orb_describe", "orb_keypoint_fields")?,
             knn2_counted: load("match_hamming", "match_hamming_knn2_counted")?,
             cross_check_counted: load("match_hamming", "match_cross_check_counted")?,
+            cross_check_best_counted: load("match_hamming", "match_cross_check_best_counted")?,
         };
         // The private patches are over the 48 KB of shared memory granted without asking.
         kernels
@@ -152,7 +154,8 @@ pub struct Shapes {
     pub keypoint_fields: LaunchConfig,
     /// `match_hamming_knn2_counted`: 32 queries a block.
     pub knn2: LaunchConfig,
-    /// `match_cross_check_counted`: one query a thread.
+    /// `match_cross_check_counted` and `match_cross_check_best_counted`: one query a
+    /// thread.
     pub cross_check: LaunchConfig,
 }
 

@@ -5,10 +5,13 @@
 
 mod common;
 
+use std::collections::HashSet;
+
 use orbsift::config::{Backend, MemoryMode};
+use orbsift::cpu::matcher::BruteForceMatcher;
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
-use orbsift::{Config, Extractor, Features, GrayImage, OrbConfig};
+use orbsift::{Config, Extractor, Features, GrayImage, MatchConfig, Matcher, OrbConfig, Residency};
 
 use common::confinement::assert_green_context;
 use common::frames::{load, resized, ORB_IMAGES};
@@ -405,6 +408,110 @@ fn cuda_matcher_gives_the_cpu_matchers_matches() {
             );
             assert!(train.len() == 1 || expected.len() > 50);
             assert_eq!(got, expected, "ratio {ratio} cross-check {cross_check}");
+        }
+    }
+}
+
+/// `scene`'s top-left `tile` x `tile` pixels repeated over `width` x `height`, starting
+/// `shift` pixels into the tile: level 0's keypoints come in twins with equal
+/// descriptors, so both directions of a search meet ties at their best distance.
+fn tiled(
+    scene: &GrayImage,
+    tile: usize,
+    shift: usize,
+    (width, height): (usize, usize),
+) -> GrayImage {
+    let data = (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x, y)))
+        .map(|(x, y)| scene.row((y + shift) % tile)[(x + shift) % tile])
+        .collect();
+    GrayImage::new(width, height, data).expect("tiled frame")
+}
+
+/// The matches resident on the GPU (the forward search and, for a query frame, the
+/// backward one fused into `orb_describe`; for a train frame the slot's own search) are
+/// the CPU matcher's on the same descriptors, temporal and stereo in both arrival
+/// orders, with and without the cross-check and the ratio test, ties included.
+#[test]
+#[ignore = "needs a GPU: scripts/gpu-check.sh"]
+fn resident_matches_equal_the_cpu_matcher_on_tied_descriptors() {
+    let scene = resized(&load("graf1.png"), (640, 480));
+    let size = (640, 480);
+    let frames = [
+        tiled(&scene, 96, 0, size),
+        tiled(&scene, 96, 5, size),
+        scene.clone(),
+        tiled(&scene, 96, 0, size),
+        resized(&load("graf3.png"), (640, 480)),
+    ];
+    let settings = [(0.8, true), (1.0, true), (1.0, false)];
+    for (ratio, cross_check) in settings {
+        let config = MatchConfig {
+            ratio,
+            cross_check,
+            max_distance: 0.0,
+        };
+        let what = format!("ratio {ratio} cross-check {cross_check}");
+        let mut cpu = BruteForceMatcher::new(config.clone());
+        let mut gpu =
+            CudaOrbExtractor::new(OrbConfig::default(), MemoryMode::Device, None).unwrap();
+        assert!(gpu.match_resident(Some(&config)).unwrap());
+        let mut extract = |residency, frame| {
+            gpu.set_residency(residency);
+            let features = gpu.extract(frame).expect("extract");
+            (features, gpu.resident_matches())
+        };
+        let mut previous: Option<Features> = None;
+        for (i, frame) in frames.iter().enumerate() {
+            let (features, got) = extract(Residency::PREVIOUS, frame);
+            if i == 0 {
+                let distinct: HashSet<&[u8]> = features.descriptors.iter().collect();
+                assert!(
+                    distinct.len() + 100 < features.len(),
+                    "{what}: the tiled frame's keypoints have twins"
+                );
+            }
+            match &previous {
+                None => assert!(got.is_none(), "{what}: the first frame has no matches"),
+                Some(train) => {
+                    let expected = cpu.match_features(&features, train).unwrap();
+                    assert!(!expected.is_empty(), "{what}: temporal frame {i} matches");
+                    assert_eq!(
+                        got.expect("matches"),
+                        expected,
+                        "{what}: temporal frame {i}"
+                    );
+                }
+            }
+            previous = Some(features);
+        }
+        // Stereo pairs (frame k left, frame k + 1 right), the left frame first in even
+        // pairs and the right one first in odd ones: each frame is matched with the
+        // other camera's latest (the left frame the query), the last temporal frame
+        // standing for the first left one.
+        let (mut left, mut right) = (previous, None::<Features>);
+        for (k, pair) in frames.windows(2).enumerate() {
+            let mut order = [(Residency::LEFT, &pair[0]), (Residency::RIGHT, &pair[1])];
+            if k % 2 == 1 {
+                order.reverse();
+            }
+            for (residency, frame) in order {
+                let (features, got) = extract(residency, frame);
+                let expected = if residency.frame_is_query {
+                    right
+                        .as_ref()
+                        .map(|r| cpu.match_features(&features, r).unwrap())
+                } else {
+                    left.as_ref()
+                        .map(|l| cpu.match_features(l, &features).unwrap())
+                };
+                assert_eq!(got, expected, "{what}: stereo pair {k}, {residency:?}");
+                if residency.frame_is_query {
+                    left = Some(features);
+                } else {
+                    right = Some(features);
+                }
+            }
         }
     }
 }

@@ -3,32 +3,14 @@
 
 use std::mem::size_of;
 
-use cudarc::driver::CudaStream;
-
 use crate::cuda::abi::Knn2;
 use crate::cuda::matcher::{accept_all, decode_knn2};
-use crate::cuda::orb::plan::{Outputs, DESCRIPTOR_BYTES};
+use crate::cuda::orb::plan::DESCRIPTOR_BYTES;
 use crate::cuda::orb::{CudaOrbExtractor, Fused};
 use crate::error::{Error, ImageError, Result};
 use crate::extractor::Residency;
 use crate::spec::orientation::angle_degrees;
 use crate::types::{DescriptorKind, Descriptors, Features, Keypoints};
-
-impl Outputs {
-    /// Queues the downloads of `n` keypoints' outputs (and their matches when
-    /// `matched`) on `stream`.
-    pub fn download_async(&mut self, n: usize, matched: bool, stream: &CudaStream) -> Result<()> {
-        self.kept.download_async(self.kept.host.bytes, stream)?;
-        self.fields.download_async(self.fields.host.bytes, stream)?;
-        self.moments.download_async(n * 8, stream)?;
-        self.descriptors
-            .download_async(n * DESCRIPTOR_BYTES, stream)?;
-        if matched {
-            self.matches.download_async(n * size_of::<Knn2>(), stream)?;
-        }
-        Ok(())
-    }
-}
 
 /// Little-endian word `i` of `bytes` (0 past the end).
 fn word(bytes: &[u8], i: usize) -> u32 {
@@ -81,9 +63,9 @@ impl CudaOrbExtractor {
         let out = &input.outputs;
         let n_levels = plan.geometry.len();
         let capacity = plan.capacity;
-        let total = (word(out.kept.host.as_slice(), n_levels) as usize).min(capacity);
+        let total = (word(out.on_host(out.kept), n_levels) as usize).min(capacity);
         // The fields in the order of `FEATURE_FIELDS`, computed on the GPU.
-        let fields = out.fields.host.as_slice();
+        let fields = out.on_host(out.fields);
         let floats = |index: usize| values(fields, index * capacity, total, f32::from_le_bytes);
         let mut keypoints = Keypoints {
             x: floats(0),
@@ -93,8 +75,8 @@ impl CudaOrbExtractor {
             response: floats(4),
             octave: values(fields, 5 * capacity, total, i32::from_le_bytes),
         };
-        settle_angles(&mut keypoints.angle, out.moments.host.as_slice());
-        let data = out.descriptors.host.as_slice()[..total * DESCRIPTOR_BYTES].to_vec();
+        settle_angles(&mut keypoints.angle, out.on_host(out.moments));
+        let data = out.on_host(out.descriptors)[..total * DESCRIPTOR_BYTES].to_vec();
         let slot_len = match &self.fused {
             Fused::Resident(sets) => sets.lens[residency.match_with.index()],
             _ => None,
@@ -108,7 +90,7 @@ impl CudaOrbExtractor {
         self.last_matches = if matches!(self.fused, Fused::None) {
             Vec::new()
         } else {
-            let records = out.matches.host.as_slice();
+            let records = out.on_host(out.matches);
             decode_knn2(&records[..(queries * size_of::<Knn2>()).min(records.len())])
         };
         if let Fused::Resident(sets) = &mut self.fused {

@@ -206,11 +206,6 @@ impl CudaOrbExtractor {
             .fused
             .fuses_backward(residency)
             .then_some(&plan.backward_best);
-        if let Some(best) = backward_best {
-            // SAFETY: the buffer holds exactly `best.bytes` bytes on this context; all
-            // ones is "no keypoint yet" for orb_describe's atomicMin.
-            unsafe { result::memset_d8_async(best.ptr, 0xff, best.bytes, stream.cu_stream()) }?;
-        }
         // FAST on levels first_level..n_levels - 1.
         let fast_score = |first_level: i32, n_levels: i32| OrbFastScoreParams {
             pyramid: plan.pyramid.ptr,
@@ -244,6 +239,11 @@ impl CudaOrbExtractor {
             // resizes the other levels; the two streams join before the cell scan.
             let side = self.level0_branch.fork(stream)?;
             k.fast_score(side, shapes.level0_fast, &fast_score(0, 1))?;
+            if let Some(best) = backward_best {
+                // Off the critical path: all ones is "no keypoint yet" for
+                // orb_describe's atomicMin, long after the join.
+                result::memset_d8_async(best.ptr, 0xff, best.bytes, side.cu_stream())?;
+            }
             self.level0_branch.close()?;
             k.pyramid(
                 stream,
@@ -321,7 +321,7 @@ impl CudaOrbExtractor {
                     quotas: plan.quotas.ptr,
                     level_records: plan.level_records.ptr,
                     records: records.arrays(),
-                    kept: outputs.kept.ptr,
+                    kept: outputs.on_device(outputs.kept),
                     keypoints: plan.keypoints.arrays(),
                     n_levels,
                     padding: 0,
@@ -336,13 +336,13 @@ impl CudaOrbExtractor {
                     level_table: plan.levels.ptr,
                     umax: self.constants.umax.ptr,
                     pattern: self.constants.pattern.ptr,
-                    kept: outputs.kept.ptr,
+                    kept: outputs.on_device(outputs.kept),
                     keypoints: plan.keypoints.arrays(),
-                    moments: outputs.moments.ptr,
-                    descriptors: outputs.descriptors.ptr,
+                    moments: outputs.on_device(outputs.moments),
+                    descriptors: outputs.on_device(outputs.descriptors),
                     train: train.map_or(0, |t| t.buffer.ptr),
                     train_count: train.map_or(0, |t| t.count.ptr),
-                    matches: outputs.matches.ptr,
+                    matches: outputs.on_device(outputs.matches),
                     backward_best: backward_best.map_or(0, |b| b.ptr),
                     n_levels,
                     per_block: shapes.describe_per_block,
@@ -352,9 +352,9 @@ impl CudaOrbExtractor {
                 stream,
                 shapes.keypoint_fields,
                 &OrbKeypointFieldsParams {
-                    kept: outputs.kept.ptr,
+                    kept: outputs.on_device(outputs.kept),
                     keypoints: plan.keypoints.arrays(),
-                    moments: outputs.moments.ptr,
+                    moments: outputs.on_device(outputs.moments),
                     level_scales: plan.level_scales.ptr,
                     fields: outputs.feature_arrays(),
                     degrees_per_radian: 1f64.to_degrees(),
@@ -388,8 +388,8 @@ impl CudaOrbExtractor {
         residency: Residency,
     ) -> Result<()> {
         let count = input.kept_total();
-        let descriptors = input.outputs.descriptors.ptr;
-        let forward = input.outputs.matches.ptr;
+        let descriptors = input.outputs.on_device(input.outputs.descriptors);
+        let forward = input.outputs.on_device(input.outputs.matches);
         let k = &self.kernels;
         let stream = &self.gpu.stream;
         let cross_check = sets.config.cross_check;

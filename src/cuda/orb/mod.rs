@@ -356,11 +356,12 @@ impl CudaOrbExtractor {
         self.run_frame_kernels(slot, residency)?;
         self.clock.kernels_end(&stream)?;
         let matched = !matches!(self.fused, Fused::None);
-        if let Some(plan) = self.plan.as_mut() {
-            let capacity = plan.capacity;
-            if let Some(input) = plan.inputs.get_mut(slot) {
-                input.outputs.download_async(capacity, matched, &stream)?;
-            }
+        if let Some(input) = self
+            .plan
+            .as_mut()
+            .and_then(|plan| plan.inputs.get_mut(slot))
+        {
+            input.outputs.download_async(matched, &stream)?;
         }
         Ok(residency)
     }

@@ -2,8 +2,10 @@
 //! (docs/memory.md), computed from the same tables with or without a GPU.
 
 use std::mem::{size_of, size_of_val};
+use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::config::OrbConfig;
 use crate::cuda::abi::orb_params::{
@@ -275,25 +277,86 @@ impl KeptKeypoints {
 /// x, y, size, angle, response (f32) and octave (i32), `capacity` of each.
 pub const FEATURE_FIELDS: usize = 6;
 
+/// A part of [`Outputs`]' buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    offset: usize,
+    pub bytes: usize,
+}
+
+impl Region {
+    fn end(self) -> usize {
+        self.offset + self.bytes
+    }
+}
+
 /// What crosses to the host of the keypoints a frame keeps (structure of arrays,
-/// `capacity` entries each).
+/// `capacity` entries each), in one buffer: a single copy brings a frame's results
+/// back, where a copy per array cost a few µs of the copy engine's latency each,
+/// after the frame's last kernel.
 pub struct Outputs {
+    buffer: Staged,
     /// n_levels + 1 words: the keypoints kept per level, then their total.
-    pub kept: Staged,
+    pub kept: Region,
     /// [`FEATURE_FIELDS`] arrays of 4-byte values, one after the other.
-    pub fields: Staged,
+    pub fields: Region,
     /// (m10, m01) per keypoint: the host computes the angles the GPU leaves to it.
-    pub moments: Staged,
-    pub descriptors: Staged,
-    /// One [`Knn2`] per keypoint (fused matching).
-    pub matches: Staged,
+    pub moments: Region,
+    pub descriptors: Region,
+    /// One [`Knn2`] per keypoint (fused matching), last: downloaded only when matched.
+    pub matches: Region,
 }
 
 impl Outputs {
+    fn new(ctx: &Arc<CudaContext>, shape: OutputShape, unified: bool) -> Result<Self> {
+        let capacity = shape.capacity;
+        let mut end = 0;
+        let mut region = |bytes: usize| {
+            let region = Region { offset: end, bytes };
+            // 16-byte starts: every array is read and written in whole words or more.
+            end = (end + bytes).next_multiple_of(16);
+            region
+        };
+        let kept = region((shape.n_levels + 1) * size_of::<u32>());
+        let fields = region(capacity * FEATURE_FIELDS * 4);
+        let moments = region(capacity * 2 * size_of::<i32>());
+        let descriptors = region(capacity * DESCRIPTOR_BYTES);
+        let matches = region(capacity * size_of::<Knn2>());
+        Ok(Self {
+            buffer: Staged::new(ctx, matches.end(), unified)?,
+            kept,
+            fields,
+            moments,
+            descriptors,
+            matches,
+        })
+    }
+
+    /// Where the kernels read and write `region`.
+    pub fn on_device(&self, region: Region) -> CUdeviceptr {
+        self.buffer.ptr + region.offset as u64
+    }
+
+    /// `region` as downloaded (or, in unified memory, as the kernels left it).
+    pub fn on_host(&self, region: Region) -> &[u8] {
+        &self.buffer.host.as_slice()[region.offset..region.end()]
+    }
+
+    /// Queues the download of everything a frame's collection reads (the matches only
+    /// when `matched`) on `stream`, in one copy.
+    pub fn download_async(&mut self, matched: bool, stream: &CudaStream) -> Result<()> {
+        let last = if matched {
+            self.matches
+        } else {
+            self.descriptors
+        };
+        self.buffer.download_async(last.end(), stream)
+    }
+
     /// Field `index` of [`FEATURE_FIELDS`], `capacity` values, on the device.
     fn field(&self, index: usize) -> CUdeviceptr {
-        let capacity = self.fields.host.bytes / (FEATURE_FIELDS * 4);
-        self.fields.ptr + (index * capacity * 4) as u64
+        let capacity = self.fields.bytes / (FEATURE_FIELDS * 4);
+        self.on_device(self.fields) + (index * capacity * 4) as u64
     }
 
     /// The field arrays as `orb_keypoint_fields` takes them.
@@ -376,25 +439,17 @@ struct OutputShape {
 
 impl FrameInput {
     fn new(gpu: &Gpu, layout: FrameLayout, shape: OutputShape, unified: bool) -> Result<Self> {
-        let staged = |bytes: usize| Staged::new(&gpu.ctx, bytes, unified);
-        let capacity = shape.capacity;
         Ok(Self {
             upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
-            outputs: Outputs {
-                kept: staged((shape.n_levels + 1) * size_of::<u32>())?,
-                fields: staged(capacity * FEATURE_FIELDS * 4)?,
-                moments: staged(capacity * 2 * size_of::<i32>())?,
-                descriptors: staged(capacity * DESCRIPTOR_BYTES)?,
-                matches: staged(capacity * size_of::<Knn2>())?,
-            },
+            outputs: Outputs::new(&gpu.ctx, shape, unified)?,
             graphs: Vec::new(),
         })
     }
 
     /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
     pub fn kept_total(&self) -> CUdeviceptr {
-        let levels = self.outputs.kept.host.bytes / size_of::<u32>() - 1;
-        self.outputs.kept.ptr + (levels * size_of::<u32>()) as u64
+        let kept = self.outputs.kept;
+        self.outputs.on_device(kept) + (kept.bytes - size_of::<u32>()) as u64
     }
 
     /// The graph captured for frames of `residency`, if any.

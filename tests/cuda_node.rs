@@ -269,6 +269,13 @@ fn a_running_node_allocates_no_gpu_memory_per_frame() {
             outputs.matches.borrow().len() - published >= 49,
             "{algorithm:?} {mode:?}: the frames were matched"
         );
+        let report = node.diagnostics(0, None);
+        let received = |key| report.value(key).and_then(|v| v.parse::<u64>().ok());
+        assert!(
+            received("frames_received_page_locked").is_some_and(|n| n >= 100),
+            "{algorithm:?} {mode:?}: the report counts the page-locked frames"
+        );
+        assert_eq!(received("frames_received_copied"), Some(0));
     }
 }
 

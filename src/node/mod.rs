@@ -36,7 +36,7 @@ use crate::config::{Backend, MatchMode, NodeConfig};
 use crate::draw;
 use crate::error::Result;
 use crate::extractor::{Extractor, Matcher, Residency};
-use crate::msgs::{self, DiagnosticArray, Header, Image};
+use crate::msgs::{self, DiagnosticArray, Header, Image, KeyValue};
 use crate::types::{Features, Match};
 use checked::{CheckedPixels, Submitted};
 use stats::{Identity, Stats};
@@ -233,7 +233,23 @@ impl Node {
             backend: self.extractor.backend_name(),
             device: &device,
         };
-        self.stats.report(&who, dropped, arrivals)
+        let mut report = self.stats.report(&who, dropped, arrivals);
+        if let (Some(pool), Some(status)) =
+            (self.extractor.receive_pool(), report.status.first_mut())
+        {
+            let stats = pool.stats();
+            status.values.extend([
+                KeyValue {
+                    key: "frames_received_page_locked".into(),
+                    value: stats.decoded.to_string(),
+                },
+                KeyValue {
+                    key: "frames_received_copied".into(),
+                    value: stats.missed.to_string(),
+                },
+            ]);
+        }
+        report
     }
 
     /// Frames rejected so far.

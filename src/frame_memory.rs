@@ -47,7 +47,9 @@ pub trait PageLockedAllocator: Send + Sync {
     unsafe fn free(&self, ptr: NonNull<u8>);
 }
 
-/// A block of page-locked memory owned by a pool.
+/// A block of page-locked memory owned by a pool: a plain description, which one owner
+/// at a time holds (the pool's free list, or the [`Held`] it was handed to).
+#[derive(Clone, Copy)]
 struct Block {
     ptr: NonNull<u8>,
     capacity: usize,
@@ -119,7 +121,7 @@ impl PageLockedPool {
         // SAFETY: the block holds at least `bytes.len()` bytes and is this caller's alone.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), block.ptr.as_ptr(), bytes.len()) };
         Some(PageLockedBytes(Arc::new(Held {
-            block: Some(block),
+            block,
             len: bytes.len(),
             pool: self.clone(),
         })))
@@ -189,16 +191,14 @@ impl Drop for PageLockedPool {
 /// A block handed out, and the pool it goes back to (kept alive by its blocks, so
 /// that a frame outliving its node still frees its memory).
 struct Held {
-    block: Option<Block>,
+    block: Block,
     len: usize,
     pool: Arc<PageLockedPool>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            self.pool.give_back(block);
-        }
+        self.pool.give_back(self.block);
     }
 }
 
@@ -216,12 +216,9 @@ impl fmt::Debug for PageLockedBytes {
 
 impl PageLockedBytes {
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0.block {
-            // SAFETY: the block holds `len` initialised bytes and nobody writes them
-            // while it is held.
-            Some(block) => unsafe { std::slice::from_raw_parts(block.ptr.as_ptr(), self.0.len) },
-            None => &[],
-        }
+        // SAFETY: the block holds `len` initialised bytes and nobody writes them while
+        // it is held.
+        unsafe { std::slice::from_raw_parts(self.0.block.ptr.as_ptr(), self.0.len) }
     }
 }
 

@@ -55,7 +55,7 @@ impl FrameUpload {
     /// grey values are copied into the pinned host side, split evenly over the
     /// threads (the copy is on every frame's critical path, and a single core does not
     /// reach the memory bandwidth).
-    pub fn copy(&mut self, frame: &RawFrame<'_>) -> Result<()> {
+    pub fn take(&mut self, frame: &RawFrame<'_>) -> Result<()> {
         use rayon::prelude::*;
         let bytes = self.layout.upload_bytes();
         let l = &self.layout;
@@ -108,7 +108,7 @@ impl FrameUpload {
         match &self.decoded {
             // SAFETY: the block is page-locked, nobody writes it while it is held, and
             // it is held until the next frame, after this upload was waited for; it
-            // holds the frame, whose upload bytes `copy` checked fit the buffer.
+            // holds the frame, whose upload bytes `take` checked fit the buffer.
             Some(block) => unsafe {
                 self.buffer
                     .upload_from_async(&block.as_slice()[..self.layout.upload_bytes()], stream)

@@ -1,5 +1,5 @@
-//! A frame's features (and fused matches) read from the plan's host buffers once the
-//! stream is done, and the downloads that fill them.
+//! A frame's features (and fused matches) read from its slot's outputs once the
+//! stream has passed their download (`Outputs::download_async`, plan.rs).
 
 use std::mem::size_of;
 

@@ -10,7 +10,7 @@
 //!
 //! `plan.rs` holds the tables and buffers of one image size, `shapes.rs` the kernels
 //! and their launch shapes, `launch.rs` one typed launch per kernel and the frame's
-//! launch sequence, `collect.rs` the downloads and the features read from them, and
+//! launch sequence, `collect.rs` the features read from the downloaded outputs, and
 //! `pipeline.rs` the overlap of frame N+1's upload with frame N.
 
 use std::sync::Arc;
@@ -384,7 +384,7 @@ impl CudaOrbExtractor {
         {
             let plan = self.plan.as_mut().ok_or_else(no_plan)?;
             let input = plan.input(&self.gpu, 0, layout, self.unified)?;
-            input.upload.copy(frame)?;
+            input.upload.take(frame)?;
             self.clock.upload_starts(&stream)?;
             input.upload.upload_async(&stream)?;
         }

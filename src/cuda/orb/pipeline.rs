@@ -176,7 +176,7 @@ impl CudaOrbExtractor {
         self.collect(frame.slot, residency, frame.width, frame.height)
     }
 
-    /// Copies `frame` into input `slot` (allocated on first use) and queues its
+    /// Gives `frame` to input `slot` (allocated on first use) and queues its
     /// upload on the copy stream, then records `uploaded` there.
     fn stage(&mut self, frame: &RawFrame<'_>, layout: FrameLayout, slot: usize) -> Result<()> {
         self.gpu.ctx.bind_to_thread()?;
@@ -185,7 +185,7 @@ impl CudaOrbExtractor {
             return Err(no_plan());
         };
         let input = plan.input(&self.gpu, slot, layout, self.unified)?;
-        input.upload.copy(frame)?;
+        input.upload.take(frame)?;
         input.upload.upload_async(&overlap.copy_stream)?;
         overlap.uploaded.record(&overlap.copy_stream)?;
         Ok(())

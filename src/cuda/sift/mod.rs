@@ -181,7 +181,7 @@ impl CudaSiftExtractor {
             let Some(plan) = self.plan.as_mut() else {
                 return Ok([0; SUMMARY_WORDS]);
             };
-            plan.input.copy(frame)?;
+            plan.input.take(frame)?;
             self.clock.upload_starts(&stream)?;
             plan.input.upload_async(&stream)?;
             self.clock.kernels_start(&stream)?;

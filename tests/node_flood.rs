@@ -19,10 +19,10 @@ const MAX_RSS_MB: f64 = 400.0;
 /// How much the resident memory may still grow between the first and the last third of
 /// a flood once the node has warmed up: allocator noise, not a leak.
 const MAX_GROWTH_MB: f64 = 40.0;
-/// From the first Features on, how long the node's caches take to fill to their byte
-/// budgets (vendor/README.md): its memory rises by ~40 MB over the first seconds of a
-/// 1080p flood, then stays within a band. Counted in the peak, not in the growth.
-const WARM_UP: Duration = Duration::from_secs(10);
+/// From the first Features on, how long the stack's caches take to fill to their byte
+/// budgets (vendor/README.md): its memory rises by ~15 MB over the first two seconds of a
+/// 1080p flood, then stays flat. Counted in the peak, not in the growth.
+const WARM_UP: Duration = Duration::from_secs(5);
 /// How long SIGTERM may take to end the node.
 const STOP_WITHIN: Duration = Duration::from_secs(2);
 

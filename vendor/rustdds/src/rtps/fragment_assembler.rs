@@ -186,6 +186,14 @@ impl AssemblyBuffer {
 // under best effort is lost anyway and under reliable will be re-requested.
 const MAX_ASSEMBLY_BUFFERS: usize = 128;
 
+// A best-effort reader's cap. No fragment is ever repaired there, so a sample
+// still incomplete when four newer ones have started is lost; kept, it held a
+// full sample-sized buffer until the 10 s idle timeout, and under a 1080p flood
+// the reader's live memory swung by ~50 MB between collections. Cyclone DDS
+// defragments as many best-effort samples at once
+// (Internal/DefragUnreliableMaxSamples, default 4).
+const MAX_BEST_EFFORT_ASSEMBLY_BUFFERS: usize = 4;
+
 // Assembles fragments from a single (remote) Writer
 // So there is only one sequence of SNs
 pub(crate) struct FragmentAssembler {
@@ -194,8 +202,8 @@ pub(crate) struct FragmentAssembler {
   // The bytes allocated by `assembly_buffers`, kept within
   // MAX_ASSEMBLY_BYTES_PER_WRITER like their count within MAX_ASSEMBLY_BUFFERS.
   buffered_bytes: usize,
-  // Whether the owning reader is Reliable. This decides which buffer to drop
-  // when `MAX_ASSEMBLY_BUFFERS` is exceeded (see `new_datafrag`).
+  // Whether the owning reader is Reliable. This decides how many incomplete
+  // buffers are kept and which one to drop beyond that (see `new_datafrag`).
   reliable: bool,
 }
 
@@ -276,8 +284,8 @@ impl FragmentAssembler {
       }
     } else {
       debug!("new_dataFrag: FRAGMENT NOT COMPLETED YET");
-      // Bound memory: never keep more than MAX_ASSEMBLY_BUFFERS incomplete
-      // reassemblies.
+      // Bound memory: never keep more than MAX_ASSEMBLY_BUFFERS (reliable) or
+      // MAX_BEST_EFFORT_ASSEMBLY_BUFFERS incomplete reassemblies.
       //
       // Which one to evict depends on reliability:
       //  * Reliable: the reader delivers strictly in order, so it must complete the
@@ -291,7 +299,12 @@ impl FragmentAssembler {
       //    lost anyway. Evict the OLDEST (lowest SN) to free room for newer samples
       //    that may still complete.
       // A single sample over the byte budget is still assembled.
-      while self.assembly_buffers.len() > MAX_ASSEMBLY_BUFFERS
+      let max_buffers = if self.reliable {
+        MAX_ASSEMBLY_BUFFERS
+      } else {
+        MAX_BEST_EFFORT_ASSEMBLY_BUFFERS
+      };
+      while self.assembly_buffers.len() > max_buffers
         || (self.assembly_buffers.len() > 1 && self.buffered_bytes > MAX_ASSEMBLY_BYTES_PER_WRITER)
       {
         let evicted = if self.reliable {

@@ -301,6 +301,21 @@ impl WriterSendBuffer {
         inner.changes.remove(&oldest);
         inner.first_seq = oldest.plus_1();
       }
+    } else if shared.reliable_writer && !shared.is_builtin {
+      // Beyond the KeepLast depth, a sample every reliable reader has
+      // acknowledged is needed by nobody: this is the periodic (6 s) cache
+      // cleaning's rule, applied as each sample comes. Left to the cleaning
+      // alone, a stream of 120 KB Features at 70 Hz made the buffer swing by
+      // ~50 MB between cleanings. Discovery keeps its timing.
+      while inner.changes.len() > inner.max_retain {
+        match inner.changes.first_key_value() {
+          Some((&oldest, _)) if oldest < inner.acked_before => {
+            inner.changes.remove(&oldest);
+            inner.first_seq = oldest.plus_1();
+          }
+          _ => break,
+        }
+      }
     }
     seq
   }

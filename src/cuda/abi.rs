@@ -233,7 +233,7 @@ pub struct ResizeTap {
 /// A keypoint's best and second-best train match, from the fused or standalone kernel
 /// (the kernels' `int3`: x, y, z).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Knn2 {
     /// Train index, or -1 when there is no train descriptor (or cross-check failed).
     pub best_index: i32,

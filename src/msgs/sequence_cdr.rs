@@ -4,6 +4,8 @@
 //! 2,000 keypoints. The bytes are those the generic encoding writes (a test compares
 //! them with the `cdr` crate's).
 
+use bytemuck::Pod;
+
 use super::{Features, Header, Matches};
 
 /// The encapsulation header of little-endian plain CDR.
@@ -53,17 +55,19 @@ impl Writer {
         self.string(&header.frame_id)
     }
 
-    /// A sequence of 4-byte values, written into place in one pass.
-    fn words<T: Copy>(
+    /// A sequence of 4-byte values: on a little-endian host their bytes as they lie,
+    /// one block copy; elsewhere value by value.
+    fn words<T: Pod>(
         &mut self,
         values: &[T],
         le_bytes: impl Fn(T) -> [u8; 4],
     ) -> Result<(), cdr::Error> {
         self.length(values.len())?;
-        let start = self.bytes.len();
-        self.bytes.resize(start + 4 * values.len(), 0);
-        for (to, &value) in self.bytes[start..].chunks_exact_mut(4).zip(values) {
-            to.copy_from_slice(&le_bytes(value));
+        if cfg!(target_endian = "little") {
+            self.bytes.extend_from_slice(bytemuck::cast_slice(values));
+        } else {
+            self.bytes
+                .extend(values.iter().flat_map(|&value| le_bytes(value)));
         }
         Ok(())
     }

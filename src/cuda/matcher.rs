@@ -9,7 +9,7 @@ use cudarc::driver::{result, CudaStream, LaunchConfig};
 
 use crate::config::MatchConfig;
 use crate::cuda::abi::match_params::{CrossCheckParams, HammingKnn2Params};
-use crate::cuda::abi::{Knn2, MATCH_WARPS, WARP};
+use crate::cuda::abi::{from_le_words, Knn2, MATCH_WARPS, WARP};
 use crate::cuda::gpu::Gpu;
 use crate::cuda::kernel::Kernel;
 use crate::cuda::memory::{DeviceBuffer, Reused, Staged};
@@ -106,19 +106,9 @@ pub(crate) fn download_knn2(
     Ok(decode_knn2(&forward.host.as_slice()[..bytes]))
 }
 
-/// [`Knn2`] records from the kernels' little-endian `int3`s, copied in one block (the
-/// node decodes a frame's on its critical path).
+/// [`Knn2`] records from the kernels' little-endian `int3`s.
 pub(crate) fn decode_knn2(bytes: &[u8]) -> Vec<Knn2> {
-    let whole = bytes.len() / size_of::<Knn2>() * size_of::<Knn2>();
-    let mut records: Vec<Knn2> = bytemuck::pod_collect_to_vec(&bytes[..whole]);
-    if cfg!(target_endian = "big") {
-        for record in &mut records {
-            for word in [&mut record.best_index, &mut record.best, &mut record.second] {
-                *word = i32::from_le(*word);
-            }
-        }
-    }
-    records
+    from_le_words(bytes)
 }
 
 impl CudaHammingMatcher {

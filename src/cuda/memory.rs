@@ -176,6 +176,17 @@ pub struct Staged {
 
 impl Staged {
     pub fn new(ctx: &Arc<CudaContext>, bytes: usize, unified: bool) -> Result<Self> {
+        Self::with_device_bytes(ctx, bytes, bytes, unified)
+    }
+
+    /// A staged buffer of `bytes` whose device side holds `device_bytes` (at least
+    /// `bytes`; mapped memory holds `bytes` only): the host side is uploaded to its start.
+    pub fn with_device_bytes(
+        ctx: &Arc<CudaContext>,
+        bytes: usize,
+        device_bytes: usize,
+        unified: bool,
+    ) -> Result<Self> {
         if unified {
             let host = HostBuffer::new(ctx, bytes, true)?;
             let ptr = host.device_ptr.unwrap_or_default();
@@ -185,7 +196,7 @@ impl Staged {
                 ptr,
             })
         } else {
-            let device = DeviceBuffer::new(ctx, bytes)?;
+            let device = DeviceBuffer::new(ctx, device_bytes.max(bytes))?;
             let ptr = device.ptr;
             Ok(Self {
                 device: Some(device),

@@ -1,7 +1,9 @@
 //! A frame on its way to the GPU as it arrived, in any camera encoding: a buffer sized
 //! by the frame's layout ([`FrameLayout::upload_bytes`]), the copy of the frame into
 //! its pinned host side, and its upload. The frame's first kernel ([`GrayKernel`])
-//! reads it and writes the grey image the extractor works on.
+//! reads it and writes the grey image the extractor works on; a frame that already is
+//! that image (packed mono8) can be uploaded into the start of a larger device buffer
+//! that the kernels read in place (ORB's pyramid, [`FrameUpload::at_start_of`]).
 //!
 //! [`GrayKernel`]: crate::cuda::gray::GrayKernel
 
@@ -33,8 +35,20 @@ pub struct FrameUpload {
 
 impl FrameUpload {
     pub fn new(ctx: &Arc<CudaContext>, layout: FrameLayout, unified: bool) -> Result<Self> {
+        Self::at_start_of(ctx, layout, layout.upload_bytes(), unified)
+    }
+
+    /// An upload into the start of a device buffer of `device_bytes` (in device memory):
+    /// a frame that is the first part of what the kernels read, such as level 0 of a
+    /// pyramid.
+    pub fn at_start_of(
+        ctx: &Arc<CudaContext>,
+        layout: FrameLayout,
+        device_bytes: usize,
+        unified: bool,
+    ) -> Result<Self> {
         Ok(Self {
-            buffer: Staged::new(ctx, layout.upload_bytes(), unified)?,
+            buffer: Staged::with_device_bytes(ctx, layout.upload_bytes(), device_bytes, unified)?,
             layout,
             decoded: None,
         })

@@ -72,7 +72,8 @@ pub fn opencv_frames(photo: &str, dir: &Path) -> Vec<EncodedFrame> {
 /// `photo` in every encoding, made here (no OpenCV needed: for machines without the
 /// test venv): mono8 its BT.601 luma, mono16 (both byte orders) that luma as the high
 /// byte over a varying low byte, colour orders from its RGB, YUV frames with its luma
-/// as Y and chroma from its blue and red, packed rows padded by 8 bytes.
+/// as Y and chroma from its blue and red, packed rows padded by 8 bytes, and mono8 once
+/// more unpadded.
 pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
     let rgb = image::open(test_data(photo))
         .unwrap_or_else(|e| panic!("{photo}: {e}"))
@@ -213,5 +214,16 @@ pub fn frames_from(photo: &str) -> Vec<EncodedFrame> {
             }
         }),
     );
+    // Rows not padded: the grey image itself, which the GPU reads where it uploads it.
+    frames.push(EncodedFrame {
+        name: "mono8 unpadded".into(),
+        encoding: Encoding::Mono8,
+        width,
+        height,
+        step: width,
+        big_endian: false,
+        data: luma.to_vec(),
+        expected_gray: luma_image.clone(),
+    });
     frames
 }

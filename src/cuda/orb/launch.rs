@@ -193,6 +193,7 @@ impl CudaOrbExtractor {
         let harris = i32::from(c.score == OrbScore::Harris);
         let min_fast_threshold = c.min_fast_threshold as i32;
         let (candidates, records, outputs) = (&plan.candidates, &plan.records, &input.outputs);
+        let pyramid = input.pyramid();
         // SAFETY: `counters` holds exactly `counters.bytes` bytes on this context.
         unsafe {
             result::memset_d8_async(
@@ -208,7 +209,7 @@ impl CudaOrbExtractor {
             .then_some(&plan.backward_best);
         // FAST on levels first_level..n_levels - 1.
         let fast_score = |first_level: i32, n_levels: i32| OrbFastScoreParams {
-            pyramid: plan.pyramid.ptr,
+            pyramid,
             level_table: plan.levels.ptr,
             arc_bits: self.constants.arc.ptr,
             scores: plan.scores.ptr,
@@ -221,20 +222,18 @@ impl CudaOrbExtractor {
             padding: 0,
         };
         let train = self.fused.train(residency);
-        // SAFETY (every launch below): every pointer is a live buffer of this plan, or a
-        // table uploaded with the extractor, sized for the level table and capacity
-        // the plan was built with; the train set holds `train_count` descriptors. The
-        // conversion: the input holds its layout's upload bytes, the pyramid starts
-        // with level 0 of the frame's size.
+        // SAFETY (every launch below): every pointer is a live buffer of this plan or of
+        // the input slot, or a table uploaded with the extractor, sized for the level
+        // table and capacity the plan was built with; the train set holds `train_count`
+        // descriptors. The conversion: the input holds its layout's upload bytes, the
+        // slot's pyramid starts with level 0 of the frame's size.
         unsafe {
             // Level 0 of the pyramid is the frame in grey (read over the bus once when
-            // it is mapped host memory).
-            k.gray.enqueue(
-                stream,
-                input.upload.layout(),
-                input.upload.ptr(),
-                plan.pyramid.ptr,
-            )?;
+            // it is mapped host memory), unless it was uploaded there as it is.
+            if input.is_converted() {
+                k.gray
+                    .enqueue(stream, input.upload.layout(), input.upload.ptr(), pyramid)?;
+            }
             // Level 0's FAST forks onto the side stream and runs while the pyramid
             // resizes the other levels; the two streams join before the cell scan.
             let side = self.level0_branch.fork(stream)?;
@@ -251,7 +250,7 @@ impl CudaOrbExtractor {
                 &OrbPyramidParams {
                     level_table: plan.levels.ptr,
                     taps: plan.taps.ptr,
-                    pyramid: plan.pyramid.ptr,
+                    pyramid,
                     barrier_state: plan.barrier.ptr,
                     n_levels,
                     padding: 0,
@@ -305,10 +304,7 @@ impl CudaOrbExtractor {
                 k.record_keys(
                     stream,
                     shapes.record_keys,
-                    &OrbRecordKeysParams {
-                        pyramid: plan.pyramid.ptr,
-                        set,
-                    },
+                    &OrbRecordKeysParams { pyramid, set },
                 )?;
             }
             k.record_ranks(stream, shapes.record_ranks, &OrbRecordRanksParams { set })?;
@@ -331,7 +327,7 @@ impl CudaOrbExtractor {
                 stream,
                 shapes.describe,
                 &OrbDescribeParams {
-                    pyramid: plan.pyramid.ptr,
+                    pyramid,
                     smoothed: plan.smoothed.ptr,
                     level_table: plan.levels.ptr,
                     umax: self.constants.umax.ptr,

@@ -15,6 +15,8 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::CUdeviceptr;
+
 use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
@@ -240,23 +242,29 @@ impl CudaOrbExtractor {
         Ok(())
     }
 
-    /// The last frame's intermediate images per level, downloaded (synchronously) for
-    /// stage-by-stage comparison with the CPU reference.
+    /// The intermediate images per level of the last frame extracted (input slot 0),
+    /// downloaded (synchronously) for stage-by-stage comparison with the CPU reference.
     pub fn stage_images(&self) -> Result<Vec<LevelStages>> {
-        let Some(plan) = self.plan.as_ref() else {
+        let Some((plan, input)) = self
+            .plan
+            .as_ref()
+            .and_then(|plan| Some((plan, plan.inputs.first()?)))
+        else {
             return Ok(Vec::new());
         };
         self.gpu.ctx.bind_to_thread()?;
-        let download = |buffer: &DeviceBuffer| -> Result<Vec<u8>> {
-            let mut host = vec![0u8; buffer.bytes];
-            // SAFETY: `host` has exactly `buffer.bytes` bytes; the copy is synchronous.
-            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, buffer.ptr) }?;
+        let download = |ptr: CUdeviceptr, bytes: usize| -> Result<Vec<u8>> {
+            let mut host = vec![0u8; bytes];
+            // SAFETY: the buffer at `ptr` holds at least `bytes` (the pyramids' pixels);
+            // `host` has exactly `bytes`; the copy is synchronous.
+            unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, ptr) }?;
             Ok(host)
         };
+        let pixels = plan.scores.bytes;
         let (pyramid, scores, smoothed) = (
-            download(&plan.pyramid)?,
-            download(&plan.scores)?,
-            download(&plan.smoothed)?,
+            download(input.pyramid(), pixels)?,
+            download(plan.scores.ptr, pixels)?,
+            download(plan.smoothed.ptr, pixels)?,
         );
         let mut offset = 0;
         Ok(plan

@@ -151,9 +151,9 @@ fn level_scales(geometry: &[LevelGeometry]) -> Vec<f32> {
 /// from the same tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OrbPlanBytes {
-    /// Pyramid, smoothed pyramid, FAST scores, corner bitmap, candidates, selection
-    /// records, counters, cells, the kept keypoints, the grid barrier and the tables
-    /// (device).
+    /// The first frame slot's pyramid, smoothed pyramid, FAST scores, corner bitmap,
+    /// candidates, selection records, counters, cells, the kept keypoints, the grid
+    /// barrier and the tables (device).
     pub device: usize,
     /// Buffers that cross to the host (one frame slot, kept counts, outputs): in device
     /// memory mode each is a device buffer and as much pinned host memory; in unified
@@ -308,7 +308,7 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    fn new(ctx: &Arc<CudaContext>, shape: OutputShape, unified: bool) -> Result<Self> {
+    fn new(ctx: &Arc<CudaContext>, shape: SlotShape, unified: bool) -> Result<Self> {
         let capacity = shape.capacity;
         let mut end = 0;
         let mut region = |bytes: usize| {
@@ -386,10 +386,9 @@ pub struct Plan {
     pub quotas: DeviceBuffer,
     /// Slot 0 serves `extract`; the pipeline (`pipeline.rs`) adds a second slot.
     pub inputs: Vec<FrameInput>,
-    /// What each input slot's outputs hold: the kept counts of `n_levels` levels and
-    /// `capacity` keypoints.
-    output_shape: OutputShape,
-    pub pyramid: DeviceBuffer,
+    /// What each input slot holds: its pyramid, and outputs of the kept counts of
+    /// `n_levels` levels and `capacity` keypoints.
+    slot_shape: SlotShape,
     pub smoothed: DeviceBuffer,
     pub scores: DeviceBuffer,
     /// A bit per pixel, rows of whole words per level: the corners `orb_fast_score`
@@ -418,32 +417,61 @@ pub struct Plan {
     pub backward_best: DeviceBuffer,
 }
 
-/// One frame buffer, the layout of the frames it takes, the outputs of its frames
-/// and the per-frame kernels captured to read and write them: each slot has its own
-/// graphs, one per residency its frames come with (a stereo pair's left and right
-/// frames match differently), so alternating slots and cameras costs no copy and no
-/// graph update; and its own outputs, so that one slot's frame is read on the host
-/// while the other's kernels run.
+/// One frame buffer, the layout of the frames it takes, its pyramid, the outputs of
+/// its frames and the per-frame kernels captured to read and write them: each slot has
+/// its own graphs, one per residency its frames come with (a stereo pair's left and
+/// right frames match differently), so alternating slots and cameras costs no copy and
+/// no graph update; its own pyramid, so that a frame is uploaded while the other
+/// slot's kernels read theirs; and its own outputs, so that one slot's frame is read on
+/// the host while the other's kernels run.
 pub struct FrameInput {
     pub upload: FrameUpload,
+    /// The pyramid where the frame is converted to grey; `None` where the frame is
+    /// uploaded as level 0 of the upload's own device buffer (packed mono8 in device
+    /// memory), which then holds the pyramid.
+    converted: Option<DeviceBuffer>,
     pub outputs: Outputs,
     pub graphs: Vec<(Residency, FrameGraph)>,
 }
 
-/// The sizes of a slot's outputs.
+/// The sizes of a slot's pyramid and outputs.
 #[derive(Clone, Copy, Debug)]
-struct OutputShape {
+struct SlotShape {
+    pyramid_bytes: usize,
     n_levels: usize,
     capacity: usize,
 }
 
 impl FrameInput {
-    fn new(gpu: &Gpu, layout: FrameLayout, shape: OutputShape, unified: bool) -> Result<Self> {
+    fn new(gpu: &Gpu, layout: FrameLayout, shape: SlotShape, unified: bool) -> Result<Self> {
+        let ctx = &gpu.ctx;
+        let in_place = layout.is_packed_grey() && !unified;
+        let (upload, converted) = if in_place {
+            let upload = FrameUpload::at_start_of(ctx, layout, shape.pyramid_bytes, unified)?;
+            (upload, None)
+        } else {
+            let upload = FrameUpload::new(ctx, layout, unified)?;
+            (upload, Some(DeviceBuffer::new(ctx, shape.pyramid_bytes)?))
+        };
         Ok(Self {
-            upload: FrameUpload::new(&gpu.ctx, layout, unified)?,
-            outputs: Outputs::new(&gpu.ctx, shape, unified)?,
+            upload,
+            converted,
+            outputs: Outputs::new(ctx, shape, unified)?,
             graphs: Vec::new(),
         })
+    }
+
+    /// The slot's pyramid, whose level 0 is the frame in grey.
+    pub fn pyramid(&self) -> CUdeviceptr {
+        self.converted
+            .as_ref()
+            .map_or_else(|| self.upload.ptr(), |pyramid| pyramid.ptr)
+    }
+
+    /// Whether the frame's first kernel converts it into the pyramid (otherwise it was
+    /// uploaded there).
+    pub fn is_converted(&self) -> bool {
+        self.converted.is_some()
     }
 
     /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
@@ -504,9 +532,12 @@ impl Plan {
             taps: DeviceBuffer::from_slice(ctx, &tables.taps)?,
             quotas: DeviceBuffer::from_slice(ctx, &tables.quotas)?,
             inputs: Vec::new(),
-            output_shape: OutputShape { n_levels, capacity },
             // Whole words: orb_describe reads the aligned words holding its patch rows.
-            pyramid: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
+            slot_shape: SlotShape {
+                pyramid_bytes: pyramid_bytes.next_multiple_of(4),
+                n_levels,
+                capacity,
+            },
             smoothed: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
             scores: DeviceBuffer::new(ctx, pyramid_bytes)?,
             corner_bits: DeviceBuffer::new(ctx, tables.corner_words.max(1) * size_of::<u32>())?,
@@ -559,7 +590,7 @@ impl Plan {
         layout: FrameLayout,
         unified: bool,
     ) -> Result<&mut FrameInput> {
-        let shape = self.output_shape;
+        let shape = self.slot_shape;
         while self.inputs.len() <= slot {
             self.inputs
                 .push(FrameInput::new(gpu, layout, shape, unified)?);

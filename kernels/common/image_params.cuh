@@ -8,22 +8,26 @@ struct GrayParams {
     const unsigned char* frame;  // as published: rows `step` bytes apart
     unsigned char* gray;         // packed: rows `width` bytes apart
     int width;
-    int height;
+    int first_row;               // the rows converted: first_row .. end_row - 1
+    int end_row;
     int step;
     int bytes_per_pixel;
     int rule;                    // GRAY_RULE_*
     int first;                   // BYTE: the byte at `first`; LUMA: red at `first`
     int green;
     int blue;
+    int padding;
 };
-ABI_SIZE(GrayParams, 48);
+ABI_SIZE(GrayParams, 56);
 ABI_OFFSET(GrayParams, frame, 0);
 ABI_OFFSET(GrayParams, gray, 8);
 ABI_OFFSET(GrayParams, width, 16);
-ABI_OFFSET(GrayParams, height, 20);
-ABI_OFFSET(GrayParams, step, 24);
-ABI_OFFSET(GrayParams, bytes_per_pixel, 28);
-ABI_OFFSET(GrayParams, rule, 32);
-ABI_OFFSET(GrayParams, first, 36);
-ABI_OFFSET(GrayParams, green, 40);
-ABI_OFFSET(GrayParams, blue, 44);
+ABI_OFFSET(GrayParams, first_row, 20);
+ABI_OFFSET(GrayParams, end_row, 24);
+ABI_OFFSET(GrayParams, step, 28);
+ABI_OFFSET(GrayParams, bytes_per_pixel, 32);
+ABI_OFFSET(GrayParams, rule, 36);
+ABI_OFFSET(GrayParams, first, 40);
+ABI_OFFSET(GrayParams, green, 44);
+ABI_OFFSET(GrayParams, blue, 48);
+ABI_OFFSET(GrayParams, padding, 52);

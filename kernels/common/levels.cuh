@@ -43,7 +43,20 @@ __device__ __forceinline__ void load_levels(OrbLevel* dst, const OrbLevel* src, 
     for (int i = threadIdx.x; i < n_levels; i += blockDim.x) dst[i] = ldg_words(src + i);
 }
 
-// A tile of a level: work item `item` of the tiles of levels first..last, numbered
+// The rows of each level one launch covers, begin[l] .. end[l] - 1 (none when equal),
+// in the kernel's own unit: pixel rows (orb_pyramid), tile rows (orb_fast_score) or
+// cell rows (orb_cell_candidates). The host cuts a frame into bands of rows this way,
+// each launch covering what the rows uploaded so far make computable
+// (src/cuda/orb/bands.rs).
+struct OrbRows {
+    int begin[ORB_MAX_LEVELS];
+    int end[ORB_MAX_LEVELS];
+};
+ABI_SIZE(OrbRows, 256);
+ABI_OFFSET(OrbRows, begin, 0);
+ABI_OFFSET(OrbRows, end, 128);
+
+// A tile of a level: work item `item` of the tiles in `rows` (tile rows), numbered
 // level by level, row-major within a level. One lookup per block and tile, so no
 // per-pixel level search or division.
 struct LevelTile {
@@ -51,15 +64,15 @@ struct LevelTile {
 };
 
 // False when `item` lies past the last tile.
-__device__ __forceinline__ bool level_tile(const OrbLevel* levels, int first, int last, int item,
-                                           int tile_w, int tile_h, LevelTile& tile) {
-    for (int l = first; l <= last; ++l) {
+__device__ __forceinline__ bool band_tile(const OrbLevel* levels, const OrbRows& rows, int n_levels, int item,
+                                          int tile_w, int tile_h, LevelTile& tile) {
+    for (int l = 0; l < n_levels; ++l) {
         const int tiles_x = (levels[l].width + tile_w - 1) / tile_w;
-        const int tiles = tiles_x * ((levels[l].height + tile_h - 1) / tile_h);
+        const int tiles = tiles_x * (rows.end[l] - rows.begin[l]);
         if (item < tiles) {
             const int row = item / tiles_x;
             tile.level = l;
-            tile.y0 = row * tile_h;
+            tile.y0 = (rows.begin[l] + row) * tile_h;
             tile.x0 = (item - row * tiles_x) * tile_w;
             return true;
         }
@@ -68,9 +81,18 @@ __device__ __forceinline__ bool level_tile(const OrbLevel* levels, int first, in
     return false;
 }
 
-// The level that holds cell `cell` of the per-cell arrays (numbered level by level).
-__device__ __forceinline__ int cell_level(const OrbLevel* levels, int n_levels, int cell) {
-    int l = 0;
-    while (l + 1 < n_levels && cell >= levels[l + 1].cell_offset) ++l;
-    return l;
+// Work item `item` of the cells in `rows` (cell rows), numbered level by level: its
+// level and its cell within the level. False when `item` lies past the last cell.
+__device__ __forceinline__ bool band_cell(const OrbLevel* levels, const OrbRows& rows, int n_levels, int item,
+                                          int& level, int& cell) {
+    for (int l = 0; l < n_levels; ++l) {
+        const int cells = levels[l].n_cols * (rows.end[l] - rows.begin[l]);
+        if (item < cells) {
+            level = l;
+            cell = rows.begin[l] * levels[l].n_cols + item;
+            return true;
+        }
+        item -= cells;
+    }
+    return false;
 }

@@ -71,25 +71,27 @@ ABI_OFFSET(SmoothTaps, taps_456, 4);
 ABI_OFFSET(SmoothTaps, taps_x012, 8);
 ABI_OFFSET(SmoothTaps, taps_3456, 12);
 
-// orb_pyramid: levels 1.. resized from level 0.
+// orb_pyramid: the rows `rows` of levels 1.. resized from the level before.
 struct OrbPyramidParams {
     const OrbLevel* level_table;
     const ResizeTap* taps;
     unsigned char* pyramid;       // every level, packed; level 0 holds the frame
     unsigned int* barrier_state;  // common/grid_barrier.cuh
+    OrbRows rows;                 // pixel rows
     int n_levels;
     int padding;
 };
-ABI_SIZE(OrbPyramidParams, 40);
+ABI_SIZE(OrbPyramidParams, 296);
 ABI_OFFSET(OrbPyramidParams, level_table, 0);
 ABI_OFFSET(OrbPyramidParams, taps, 8);
 ABI_OFFSET(OrbPyramidParams, pyramid, 16);
 ABI_OFFSET(OrbPyramidParams, barrier_state, 24);
-ABI_OFFSET(OrbPyramidParams, n_levels, 32);
-ABI_OFFSET(OrbPyramidParams, padding, 36);
+ABI_OFFSET(OrbPyramidParams, rows, 32);
+ABI_OFFSET(OrbPyramidParams, n_levels, 288);
+ABI_OFFSET(OrbPyramidParams, padding, 292);
 
-// orb_fast_score: FAST scores, the corner bitmap and the smoothed image of levels
-// first_level .. n_levels - 1.
+// orb_fast_score: FAST scores, the corner bitmap and the smoothed image of the tiles
+// in `rows`.
 struct OrbFastScoreParams {
     const unsigned char* pyramid;
     const OrbLevel* level_table;
@@ -98,12 +100,11 @@ struct OrbFastScoreParams {
     unsigned int* corner_bits;     // a bit per pixel: a corner at `threshold`
     unsigned char* smoothed;       // same layout as `pyramid`
     SmoothTaps taps;
-    int first_level;
+    OrbRows rows;                  // tile rows
     int n_levels;
     int threshold;
-    int padding;
 };
-ABI_SIZE(OrbFastScoreParams, 80);
+ABI_SIZE(OrbFastScoreParams, 328);
 ABI_OFFSET(OrbFastScoreParams, pyramid, 0);
 ABI_OFFSET(OrbFastScoreParams, level_table, 8);
 ABI_OFFSET(OrbFastScoreParams, arc_bits, 16);
@@ -111,12 +112,11 @@ ABI_OFFSET(OrbFastScoreParams, scores, 24);
 ABI_OFFSET(OrbFastScoreParams, corner_bits, 32);
 ABI_OFFSET(OrbFastScoreParams, smoothed, 40);
 ABI_OFFSET(OrbFastScoreParams, taps, 48);
-ABI_OFFSET(OrbFastScoreParams, first_level, 64);
-ABI_OFFSET(OrbFastScoreParams, n_levels, 68);
-ABI_OFFSET(OrbFastScoreParams, threshold, 72);
-ABI_OFFSET(OrbFastScoreParams, padding, 76);
+ABI_OFFSET(OrbFastScoreParams, rows, 64);
+ABI_OFFSET(OrbFastScoreParams, n_levels, 320);
+ABI_OFFSET(OrbFastScoreParams, threshold, 324);
 
-// orb_cell_candidates: each cell's NMS survivors.
+// orb_cell_candidates: the NMS survivors of each cell in `rows`.
 struct OrbCellCandidatesParams {
     const unsigned char* scores;
     const unsigned int* corner_bits;  // orb_fast_score's bitmap
@@ -125,14 +125,13 @@ struct OrbCellCandidatesParams {
     unsigned int* cell_starts;        // first slot of each cell's members
     unsigned int* cell_counts;        // members of each cell
     OrbCandidateArrays candidates;
+    OrbRows rows;                     // cell rows
     int n_levels;
-    int total_cells;
     int fast_threshold;
     int min_fast_threshold;
     int harris;
-    int padding;
 };
-ABI_SIZE(OrbCellCandidatesParams, 112);
+ABI_SIZE(OrbCellCandidatesParams, 360);
 ABI_OFFSET(OrbCellCandidatesParams, scores, 0);
 ABI_OFFSET(OrbCellCandidatesParams, corner_bits, 8);
 ABI_OFFSET(OrbCellCandidatesParams, level_table, 16);
@@ -140,12 +139,11 @@ ABI_OFFSET(OrbCellCandidatesParams, counters, 24);
 ABI_OFFSET(OrbCellCandidatesParams, cell_starts, 40);
 ABI_OFFSET(OrbCellCandidatesParams, cell_counts, 48);
 ABI_OFFSET(OrbCellCandidatesParams, candidates, 56);
-ABI_OFFSET(OrbCellCandidatesParams, n_levels, 88);
-ABI_OFFSET(OrbCellCandidatesParams, total_cells, 92);
-ABI_OFFSET(OrbCellCandidatesParams, fast_threshold, 96);
-ABI_OFFSET(OrbCellCandidatesParams, min_fast_threshold, 100);
-ABI_OFFSET(OrbCellCandidatesParams, harris, 104);
-ABI_OFFSET(OrbCellCandidatesParams, padding, 108);
+ABI_OFFSET(OrbCellCandidatesParams, rows, 88);
+ABI_OFFSET(OrbCellCandidatesParams, n_levels, 344);
+ABI_OFFSET(OrbCellCandidatesParams, fast_threshold, 348);
+ABI_OFFSET(OrbCellCandidatesParams, min_fast_threshold, 352);
+ABI_OFFSET(OrbCellCandidatesParams, harris, 356);
 
 // orb_select_candidates: each level's records.
 struct OrbSelectCandidatesParams {

@@ -13,8 +13,8 @@ extern "C" __global__ void image_to_gray(const GrayParams p) {
     // of the parameters' pointers.
     const unsigned char* __restrict__ frame = p.frame;
     unsigned char* __restrict__ gray = p.gray;
-    const long long pixels = (long long)p.width * p.height;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < pixels;
+    const long long end = (long long)p.width * p.end_row;
+    for (long long i = (long long)p.width * p.first_row + blockIdx.x * (long long)blockDim.x + threadIdx.x; i < end;
          i += (long long)gridDim.x * blockDim.x) {
         const int y = (int)(i / p.width);
         const int x = (int)(i - (long long)y * p.width);

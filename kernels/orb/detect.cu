@@ -304,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
 
     LevelTile tile;
     for (int item = blockIdx.x;
-         level_tile(levels, p.first_level, p.n_levels - 1, item, SCORE_TILE_W, SCORE_TILE_H, tile);
+         band_tile(levels, p.rows, p.n_levels, item, SCORE_TILE_W, SCORE_TILE_H, tile);
          item += gridDim.x) {
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;
@@ -418,10 +418,10 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
         weak_count = 0u;
     }
     __syncthreads();
-    for (int id = blockIdx.x; id < p.total_cells; id += gridDim.x) {
-        const int l = cell_level(levels, p.n_levels, id);
+    int l, cell;
+    for (int item = blockIdx.x; band_cell(levels, p.rows, p.n_levels, item, l, cell); item += gridDim.x) {
         const OrbLevel& lv = levels[l];
-        const int cell = id - lv.cell_offset;
+        const int id = lv.cell_offset + cell;
         const int row = cell / lv.n_cols, col = cell - row * lv.n_cols;
         const int x0 = lv.edge + col * lv.cell_w, x1 = min(x0 + lv.cell_w, lv.width - lv.edge);
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);

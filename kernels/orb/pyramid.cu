@@ -1,16 +1,17 @@
-// The ORB image pyramid, all levels in one persistent launch (docs/orb-reference.md
-// section 1); the descriptors' 7x7 smoothing is done by orb_fast_score (detect.cu)
-// from the tiles it stages anyway.
+// The ORB image pyramid (docs/orb-reference.md section 1), one band of rows of every
+// level per persistent launch; the descriptors' 7x7 smoothing is done by
+// orb_fast_score (detect.cu) from the tiles it stages anyway.
 //
-// Level 0 is the frame, copied into the pyramid before this kernel. Level l is resized
-// from level l-1, so levels depend on each other across the whole image: the kernel is
-// launched cooperatively with a grid the device holds at once and waits at a grid-wide
-// barrier after each level (a variant that resized two levels per phase, recomputing
-// the first one's pixels, saved four barriers but read each pixel of the second level
-// 16 times: more load traffic than the barriers cost). The grid is no larger than the
-// largest level's runs of pixels need (src/cuda/orb/shapes.rs): a block without a run only
-// adds an arrival to every barrier, and at 640x480 the H200 holds four times more
-// blocks than that.
+// Level 0 is the frame, copied into the pyramid band by band: each launch resizes the
+// rows of levels 1.. that the frame's rows so far determine (src/cuda/orb/bands.rs).
+// Level l is resized from level l-1, so within a band levels depend on each other
+// across the whole width: the kernel is launched cooperatively with a grid the device
+// holds at once and waits at a grid-wide barrier after each level (a variant that
+// resized two levels per phase, recomputing the first one's pixels, saved four
+// barriers but read each pixel of the second level 16 times: more load traffic than
+// the barriers cost). The grid is no larger than the largest level's runs of pixels
+// need (src/cuda/orb/shapes.rs): a block without a run only adds an arrival to every
+// barrier, and at 640x480 the H200 holds four times more blocks than that.
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/orb_params.cuh"
@@ -58,15 +59,21 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(con
     // barrier that follows its writing.
     const int warps = gridDim.x * (blockDim.x / 32);
     const int first_warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int l = 1; l < p.n_levels; ++l) {
+    // A band's rows of a level come from the level before's rows of this band and
+    // earlier ones: a barrier after each level that has rows, up to the last one.
+    int last = 0;
+    for (int l = 1; l < p.n_levels; ++l)
+        if (p.rows.end[l] > p.rows.begin[l]) last = l;
+    for (int l = 1; l <= last; ++l) {
         const OrbLevel& stored = levels[l - 1];
         const OrbLevel& next = levels[l];
         const unsigned char* source = p.pyramid + stored.offset;
         unsigned char* level = p.pyramid + next.offset;
         const int runs_per_row = (next.width + RESIZE_RUN - 1) / RESIZE_RUN;
         const int step_rows = warps / runs_per_row, step_runs = warps % runs_per_row;
-        int y = first_warp / runs_per_row, row_run = first_warp % runs_per_row;
-        for (int run = first_warp; run < runs_per_row * next.height; run += warps) {
+        const int runs = runs_per_row * (p.rows.end[l] - p.rows.begin[l]);
+        int y = p.rows.begin[l] + first_warp / runs_per_row, row_run = first_warp % runs_per_row;
+        for (int run = first_warp; run < runs; run += warps) {
             const ResizeTap ty = ldg_words(&p.taps[next.taps_y + y]);
             const unsigned char* top = source + ty.src * stored.width;
             const unsigned char* bottom = source + second_tap(ty) * stored.width;
@@ -86,6 +93,6 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(con
                 ++y;
             }
         }
-        if (l + 1 < p.n_levels) grid_barrier(p.barrier_state);
+        if (l < last) grid_barrier(p.barrier_state);
     }
 }

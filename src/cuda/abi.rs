@@ -240,6 +240,17 @@ pub struct OrbLevel {
     pub corner_words: i32,
 }
 
+/// The rows of each level one ORB launch covers, `begin[l]..end[l]`, in the kernel's
+/// unit (`OrbRows`, kernels/common/levels.cuh): pixel rows for `orb_pyramid`, tile rows
+/// for `orb_fast_score`, cell rows for `orb_cell_candidates`. Levels it leaves out
+/// have `begin == end`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OrbRows {
+    pub begin: [i32; ORB_MAX_LEVELS],
+    pub end: [i32; ORB_MAX_LEVELS],
+}
+
 /// A fixed-point bilinear tap of `orb_pyramid` (`ResizeTap`, kernels/orb/pyramid.cu).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -356,6 +367,7 @@ mod tests {
                 corner_words,
             }),
             layout!(ResizeTap { src, w1 }),
+            layout!(OrbRows { begin, end }),
             layout!(Knn2 as int3 {
                 best_index as x,
                 best as y,

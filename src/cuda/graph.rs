@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaGraph, CudaStream};
+use cudarc::driver::{result, sys, CudaEvent, CudaGraph, CudaStream};
 
 use crate::error::Result;
 
@@ -41,4 +41,22 @@ impl FrameGraph {
     pub fn launch(&self) -> Result<()> {
         Ok(self.0.launch()?)
     }
+}
+
+/// Makes the work queued on `stream` from now on wait for `event`, which is recorded
+/// outside any capture (on the copy stream, for each frame's upload). Captured, this
+/// is an event wait node: each run of the graph waits for the event's record made
+/// before it was launched.
+pub fn wait_for_outside(stream: &CudaStream, event: &CudaEvent) -> Result<()> {
+    let capturing =
+        stream.capture_status()? == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    // The external flag is what capture needs, and invalid outside of it.
+    let flags = if capturing {
+        sys::CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL
+    } else {
+        sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT
+    };
+    // SAFETY: both handles are live objects of this stream's context.
+    unsafe { result::stream::wait_event(stream.cu_stream(), event.cu_event(), flags) }?;
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! The first kernel of a frame: camera pixels, uploaded as they arrived, to 8-bit grey
 //! on the GPU (kernels/image/gray.cu), by the rule `Encoding::layout` gives the CPU.
 
+use std::ops::Range;
+
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaStream, LaunchConfig};
 
@@ -72,11 +74,20 @@ impl FrameLayout {
         self.encoding == Encoding::Mono8 && self.step == self.width
     }
 
+    /// The bytes of the frame's rows `rows` that hold their grey values (the whole
+    /// step between rows, the last row up to its last pixel).
+    pub fn row_bytes(&self, rows: Range<usize>) -> Range<usize> {
+        if rows.is_empty() {
+            return 0..0;
+        }
+        let row = self.width * self.encoding.bytes_per_pixel();
+        rows.start * self.step..(rows.end - 1) * self.step + row
+    }
+
     /// The bytes of a frame that hold its grey values: its rows up to the last pixel.
     /// The chroma plane of planar encodings is never uploaded.
     pub fn upload_bytes(&self) -> usize {
-        let row = self.width * self.encoding.bytes_per_pixel();
-        self.step * (self.height - 1) + row
+        self.row_bytes(0..self.height).end
     }
 }
 
@@ -93,16 +104,17 @@ impl GrayKernel {
         Ok(Self { kernel, blocks })
     }
 
-    /// Queues the conversion of the frame at `frame` (laid out as `layout`) into the
-    /// packed grey image at `gray`, on `stream`.
+    /// Queues the conversion of the rows `rows` of the frame at `frame` (laid out as
+    /// `layout`) into the same rows of the packed grey image at `gray`, on `stream`.
     ///
     /// # Safety
     /// `frame` must hold `layout.upload_bytes()` bytes and `gray` width x height bytes,
-    /// both alive until the stream has run the kernel.
+    /// both alive until the stream has run the kernel; `rows` lie within the height.
     pub unsafe fn enqueue(
         &self,
         stream: &CudaStream,
         layout: &FrameLayout,
+        rows: Range<usize>,
         frame: CUdeviceptr,
         gray: CUdeviceptr,
     ) -> Result<()> {
@@ -114,7 +126,7 @@ impl GrayKernel {
             GrayRule::Byte(offset) => (0, offset, 0, 0),
             GrayRule::Luma { red, green, blue } => (1, red, green, blue),
         };
-        let pixels = (layout.width * layout.height) as u64;
+        let pixels = (layout.width * rows.len()) as u64;
         let needed = u32::try_from(pixels.div_ceil(u64::from(THREADS))).unwrap_or(u32::MAX);
         let config = LaunchConfig {
             grid_dim: (needed.clamp(1, self.blocks.max(1)), 1, 1),
@@ -125,16 +137,18 @@ impl GrayKernel {
             frame,
             gray,
             width: layout.width as i32,
-            height: layout.height as i32,
+            first_row: rows.start as i32,
+            end_row: rows.end as i32,
             step: layout.step as i32,
             bytes_per_pixel: bytes_per_pixel as i32,
             rule: kind,
             first: first as i32,
             green: green as i32,
             blue: blue as i32,
+            padding: 0,
         };
         // SAFETY: `params` is `image_to_gray`'s parameter struct; the kernel reads the
-        // frame's rows as `layout` lays them out and writes width x height grey bytes,
+        // frame's rows `rows` as `layout` lays them out and writes their grey bytes,
         // the sizes the caller guarantees, alive until the stream has run it.
         unsafe { self.kernel.launch(stream, config, &params) }
     }

@@ -206,34 +206,30 @@ impl Staged {
         }
     }
 
-    /// Queues the copy of the host side to the device (nothing to do when mapped).
-    pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
-        if let Some(device) = &self.device {
-            // SAFETY: the host side is pinned and outlives the frame's synchronisation;
-            // `device` holds as many bytes as the host side.
-            unsafe {
-                result::memcpy_htod_async(device.ptr, self.host.as_slice(), stream.cu_stream())
-            }?;
-        }
-        Ok(())
-    }
-
     /// Whether kernels read the host side in place (`unified`), so that the device
     /// sees only what is in it.
     pub fn is_mapped(&self) -> bool {
         self.device.is_none()
     }
 
-    /// Queues the copy of `source` to the device side instead of the host side's.
+    /// Queues the copy of `source` to the device side's bytes from `offset` (nothing
+    /// to do when mapped).
     ///
     /// # Safety
     /// `source` is page-locked and stays unchanged until the copy is done (the
-    /// stream's next synchronisation); it holds at most as many bytes as the buffer.
-    pub unsafe fn upload_from_async(&self, source: &[u8], stream: &CudaStream) -> Result<()> {
+    /// stream's next synchronisation); it fits the buffer from `offset`.
+    pub unsafe fn upload_from_async(
+        &self,
+        source: &[u8],
+        offset: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
         if let Some(device) = &self.device {
-            debug_assert!(source.len() <= device.bytes);
-            // SAFETY: as the caller vouches; `device` holds at least `source.len()` bytes.
-            unsafe { result::memcpy_htod_async(device.ptr, source, stream.cu_stream()) }?;
+            debug_assert!(offset + source.len() <= device.bytes);
+            // SAFETY: as the caller vouches; `device` holds the bytes copied to.
+            unsafe {
+                result::memcpy_htod_async(device.ptr + offset as u64, source, stream.cu_stream())
+            }?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 //!
 //! [`GrayKernel`]: crate::cuda::gray::GrayKernel
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
@@ -119,15 +120,21 @@ impl FrameUpload {
 
     /// Queues the upload of the frame taken last on `stream` (nothing to do when mapped).
     pub fn upload_async(&self, stream: &CudaStream) -> Result<()> {
-        match &self.decoded {
-            // SAFETY: the block is page-locked, nobody writes it while it is held, and
-            // it is held until the next frame, after this upload was waited for; it
-            // holds the frame, whose upload bytes `take` checked fit the buffer.
-            Some(block) => unsafe {
-                self.buffer
-                    .upload_from_async(&block.as_slice()[..self.layout.upload_bytes()], stream)
-            },
-            None => self.buffer.upload_async(stream),
-        }
+        self.upload_rows_async(0..self.layout.height, stream)
+    }
+
+    /// Queues the upload of the rows `rows` of the frame taken last on `stream`
+    /// (nothing to do when mapped).
+    pub fn upload_rows_async(&self, rows: Range<usize>, stream: &CudaStream) -> Result<()> {
+        let bytes = self.layout.row_bytes(rows);
+        let source = match &self.decoded {
+            Some(block) => &block.as_slice()[bytes.clone()],
+            None => &self.buffer.host.as_slice()[bytes.clone()],
+        };
+        // SAFETY: both sources are page-locked and unchanged until the copy is done:
+        // the buffer's host side is written only by `take`, and the decoded block is
+        // held until the next `take`, which comes after this upload was waited for;
+        // `take` checked that either holds the frame's upload bytes.
+        unsafe { self.buffer.upload_from_async(source, bytes.start, stream) }
     }
 }

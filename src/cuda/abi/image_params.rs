@@ -11,7 +11,9 @@ pub struct GrayParams {
     /// Packed: rows `width` bytes apart.
     pub gray: CUdeviceptr,
     pub width: i32,
-    pub height: i32,
+    /// The rows converted: `first_row..end_row`.
+    pub first_row: i32,
+    pub end_row: i32,
     pub step: i32,
     pub bytes_per_pixel: i32,
     /// `GRAY_RULE_*` of kernels/image/gray.cu.
@@ -20,6 +22,7 @@ pub struct GrayParams {
     pub first: i32,
     pub green: i32,
     pub blue: i32,
+    pub padding: i32,
 }
 
 kernel_params!(GrayParams);
@@ -31,12 +34,14 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
         frame,
         gray,
         width,
-        height,
+        first_row,
+        end_row,
         step,
         bytes_per_pixel,
         rule,
         first,
         green,
         blue,
+        padding,
     })]
 }

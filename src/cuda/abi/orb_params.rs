@@ -4,6 +4,8 @@
 
 use cudarc::driver::sys::CUdeviceptr;
 
+use super::OrbRows;
+
 /// The per-frame counters, zeroed each frame, within one buffer.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -61,7 +63,7 @@ pub struct SmoothTaps {
     pub taps_3456: u32,
 }
 
-/// `orb_pyramid`: levels 1.. resized from level 0.
+/// `orb_pyramid`: the rows `rows` of levels 1.. resized from the level before.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OrbPyramidParams {
@@ -69,12 +71,14 @@ pub struct OrbPyramidParams {
     pub taps: CUdeviceptr,
     pub pyramid: CUdeviceptr,
     pub barrier_state: CUdeviceptr,
+    /// Pixel rows.
+    pub rows: OrbRows,
     pub n_levels: i32,
     pub padding: i32,
 }
 
-/// `orb_fast_score`: FAST scores, the corner bitmap and the smoothed image of levels
-/// `first_level..n_levels`.
+/// `orb_fast_score`: FAST scores, the corner bitmap and the smoothed image of the
+/// tiles in `rows`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OrbFastScoreParams {
@@ -85,13 +89,13 @@ pub struct OrbFastScoreParams {
     pub corner_bits: CUdeviceptr,
     pub smoothed: CUdeviceptr,
     pub taps: SmoothTaps,
-    pub first_level: i32,
+    /// Tile rows.
+    pub rows: OrbRows,
     pub n_levels: i32,
     pub threshold: i32,
-    pub padding: i32,
 }
 
-/// `orb_cell_candidates`: each cell's NMS survivors.
+/// `orb_cell_candidates`: the NMS survivors of each cell in `rows`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OrbCellCandidatesParams {
@@ -102,12 +106,12 @@ pub struct OrbCellCandidatesParams {
     pub cell_starts: CUdeviceptr,
     pub cell_counts: CUdeviceptr,
     pub candidates: OrbCandidateArrays,
+    /// Cell rows.
+    pub rows: OrbRows,
     pub n_levels: i32,
-    pub total_cells: i32,
     pub fast_threshold: i32,
     pub min_fast_threshold: i32,
     pub harris: i32,
-    pub padding: i32,
 }
 
 /// `orb_select_candidates`: each level's records.
@@ -271,6 +275,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             taps,
             pyramid,
             barrier_state,
+            rows,
             n_levels,
             padding,
         }),
@@ -282,10 +287,9 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             corner_bits,
             smoothed,
             taps,
-            first_level,
+            rows,
             n_levels,
             threshold,
-            padding,
         }),
         layout!(OrbCellCandidatesParams {
             scores,
@@ -295,12 +299,11 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             cell_starts,
             cell_counts,
             candidates,
+            rows,
             n_levels,
-            total_cells,
             fast_threshold,
             min_fast_threshold,
             harris,
-            padding,
         }),
         layout!(OrbSelectCandidatesParams {
             level_table,

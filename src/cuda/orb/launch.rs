@@ -17,9 +17,10 @@ use crate::cuda::abi::orb_params::{
     OrbPyramidParams, OrbRecordKeysParams, OrbRecordPlaceParams, OrbRecordRanksParams,
     OrbRecordSet, OrbSelectCandidatesParams,
 };
-use crate::cuda::abi::Knn2;
+use crate::cuda::abi::{Knn2, OrbRows};
+use crate::cuda::graph::wait_for_outside;
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
-use crate::cuda::orb::shapes::{Kernels, SMOOTH_TAPS};
+use crate::cuda::orb::shapes::{capped, Kernels, PYRAMID_WARPS, SMOOTH_TAPS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, ResidentSets};
 use crate::error::Result;
 use crate::extractor::Residency;
@@ -207,8 +208,8 @@ impl CudaOrbExtractor {
             .fused
             .fuses_backward(residency)
             .then_some(&plan.backward_best);
-        // FAST on levels first_level..n_levels - 1.
-        let fast_score = |first_level: i32, n_levels: i32| OrbFastScoreParams {
+        // FAST on the tile rows `rows`.
+        let fast_score = |rows: OrbRows| OrbFastScoreParams {
             pyramid,
             level_table: plan.levels.ptr,
             arc_bits: self.constants.arc.ptr,
@@ -216,69 +217,90 @@ impl CudaOrbExtractor {
             corner_bits: plan.corner_bits.ptr,
             smoothed: plan.smoothed.ptr,
             taps: SMOOTH_TAPS,
-            first_level,
+            rows,
             n_levels,
             threshold: min_fast_threshold,
-            padding: 0,
         };
         let train = self.fused.train(residency);
+        let side = &self.side;
         // SAFETY (every launch below): every pointer is a live buffer of this plan or of
         // the input slot, or a table uploaded with the extractor, sized for the level
         // table and capacity the plan was built with; the train set holds `train_count`
         // descriptors. The conversion: the input holds its layout's upload bytes, the
-        // slot's pyramid starts with level 0 of the frame's size.
+        // slot's pyramid starts with level 0 of the frame's size. The bands' rows lie
+        // within their levels.
         unsafe {
-            // Level 0 of the pyramid is the frame in grey (read over the bus once when
-            // it is mapped host memory), unless it was uploaded there as it is.
-            if input.is_converted() {
-                k.gray
-                    .enqueue(stream, input.upload.layout(), input.upload.ptr(), pyramid)?;
-            }
-            // Level 0's FAST forks onto the side stream and runs while the pyramid
-            // resizes the other levels; the two streams join before the cell scan.
-            let side = self.level0_branch.fork(stream)?;
-            k.fast_score(side, shapes.level0_fast, &fast_score(0, 1))?;
             if let Some(best) = backward_best {
                 // Off the critical path: all ones is "no keypoint yet" for
                 // orb_describe's atomicMin, long after the join.
+                let side = side.fork(stream)?;
                 result::memset_d8_async(best.ptr, 0xff, best.bytes, side.cu_stream())?;
             }
-            self.level0_branch.close()?;
-            k.pyramid(
-                stream,
-                shapes.pyramid,
-                &OrbPyramidParams {
-                    level_table: plan.levels.ptr,
-                    taps: plan.taps.ptr,
-                    pyramid,
-                    barrier_state: plan.barrier.ptr,
-                    n_levels,
-                    padding: 0,
-                },
-            )?;
-            if n_levels > 1 {
-                k.fast_score(stream, shapes.fast, &fast_score(1, n_levels))?;
+            // Band by band (bands.rs), as the frame's rows arrive: the main stream
+            // converts the band's rows to grey (read over the bus once when the frame is
+            // mapped host memory; not at all when it was uploaded as level 0), resizes
+            // the rows of the other levels they determine and scores their tiles; the
+            // side stream scores level 0's tiles meanwhile, then searches the cells the
+            // band completes. The two join before the selection.
+            for (band, uploaded) in input.bands.iter().zip(&input.band_uploads) {
+                wait_for_outside(stream, uploaded)?;
+                if input.is_converted() {
+                    k.gray.enqueue(
+                        stream,
+                        input.upload.layout(),
+                        band.frame_rows.clone(),
+                        input.upload.ptr(),
+                        pyramid,
+                    )?;
+                }
+                let level0 = &band.level0_tiles;
+                if level0.items > 0 {
+                    let config = capped(shapes.level0_fast, level0.items, 1);
+                    k.fast_score(side.fork(stream)?, config, &fast_score(level0.rows))?;
+                }
+                if band.pyramid.items > 0 {
+                    k.pyramid(
+                        stream,
+                        capped(shapes.pyramid, band.pyramid.items, PYRAMID_WARPS),
+                        &OrbPyramidParams {
+                            level_table: plan.levels.ptr,
+                            taps: plan.taps.ptr,
+                            pyramid,
+                            barrier_state: plan.barrier.ptr,
+                            rows: band.pyramid.rows,
+                            n_levels,
+                            padding: 0,
+                        },
+                    )?;
+                }
+                let upper = &band.upper_tiles;
+                if upper.items > 0 {
+                    let config = capped(shapes.fast, upper.items, 1);
+                    k.fast_score(stream, config, &fast_score(upper.rows))?;
+                }
+                if band.cells.items > 0 {
+                    k.cell_candidates(
+                        side.fork(stream)?,
+                        capped(shapes.cell_candidates, band.cells.items, 1),
+                        &OrbCellCandidatesParams {
+                            scores: plan.scores.ptr,
+                            corner_bits: plan.corner_bits.ptr,
+                            level_table: plan.levels.ptr,
+                            counters,
+                            cell_starts: plan.cell_starts.ptr,
+                            cell_counts: plan.cell_counts.ptr,
+                            candidates: candidates.arrays(),
+                            rows: band.cells.rows,
+                            n_levels,
+                            fast_threshold: c.fast_threshold as i32,
+                            min_fast_threshold,
+                            harris,
+                        },
+                    )?;
+                }
             }
-            self.level0_branch.join(stream)?;
-            k.cell_candidates(
-                stream,
-                shapes.cell_candidates,
-                &OrbCellCandidatesParams {
-                    scores: plan.scores.ptr,
-                    corner_bits: plan.corner_bits.ptr,
-                    level_table: plan.levels.ptr,
-                    counters,
-                    cell_starts: plan.cell_starts.ptr,
-                    cell_counts: plan.cell_counts.ptr,
-                    candidates: candidates.arrays(),
-                    n_levels,
-                    total_cells: plan.total_cells,
-                    fast_threshold: c.fast_threshold as i32,
-                    min_fast_threshold,
-                    harris,
-                    padding: 0,
-                },
-            )?;
+            side.close()?;
+            side.join(stream)?;
             k.select_candidates(
                 stream,
                 shapes.select,

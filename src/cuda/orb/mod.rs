@@ -33,6 +33,7 @@ use crate::spec::fast_arc::arc_table;
 use crate::spec::orientation::umax;
 use crate::types::{DescriptorKind, Descriptors, Features, Match};
 
+mod bands;
 mod collect;
 mod launch;
 mod pipeline;
@@ -125,8 +126,9 @@ pub struct CudaOrbExtractor {
     /// The last frame's accepted matches with its slot (resident sets).
     resident_matches: Option<Vec<Match>>,
     clock: FrameClock,
-    /// Runs level 0's FAST beside the pyramid (`enqueue`).
-    level0_branch: Branch,
+    /// Runs level 0's FAST beside the pyramid, and the cell search beside the next
+    /// band's pyramid (`enqueue`).
+    side: Branch,
     /// Frames submitted with `submit_frame`: the copy stream and the frame in flight.
     overlap: Option<Overlap>,
 }
@@ -155,10 +157,10 @@ impl CudaOrbExtractor {
         };
         gpu.log_pipeline("CUDA ORB", unified);
         let clock = FrameClock::new(&gpu)?;
-        let level0_branch = Branch::new(&gpu)?;
+        let side = Branch::new(&gpu)?;
         Ok(Self {
             clock,
-            level0_branch,
+            side,
             config,
             gpu,
             unified,
@@ -391,10 +393,11 @@ impl CudaOrbExtractor {
         let stream = self.gpu.stream.clone();
         {
             let plan = self.plan.as_mut().ok_or_else(no_plan)?;
-            let input = plan.input(&self.gpu, 0, layout, self.unified)?;
-            input.upload.take(frame)?;
+            plan.input(&self.gpu, 0, layout, self.unified)?
+                .upload
+                .take(frame)?;
             self.clock.upload_starts(&stream)?;
-            input.upload.upload_async(&stream)?;
+            plan.inputs[0].upload_bands(&stream)?;
         }
         let residency = self.queue_frame(0)?;
         stream.synchronize()?;

@@ -5,10 +5,12 @@
 //! `submit_overlapping(N+1)`, in this order:
 //! 1. N+1 goes into the input slot N does not use (each slot has its own frame
 //!    buffer, outputs and captured graphs, so alternating costs no copy and no graph
-//!    update); on a discrete GPU its upload is queued on the copy stream, followed by
-//!    an event. Both overlap N's kernels on the compute stream.
-//! 2. The compute stream waits for the upload event, then runs N+1's graph, queues
-//!    its downloads into N+1's slot and records that slot's `done` event.
+//!    update); on a discrete GPU its upload is queued on the copy stream band by band,
+//!    each band followed by the slot's event for it. Both overlap N's kernels on the
+//!    compute stream.
+//! 2. The compute stream runs N+1's graph, whose kernels wait for each band's event
+//!    before they read its rows, queues its downloads into N+1's slot and records
+//!    that slot's `done` event.
 //! 3. N's `done` event is waited for and N collected from its own slot, while N+1's
 //!    kernels run. The GPU keeps working while the host reads and publishes, so a
 //!    stream of frames goes at the pace of the slower of the two.
@@ -79,8 +81,6 @@ fn next_step(in_flight: Option<InFlight>, width: usize, height: usize) -> Step {
 /// `submit_overlapping`; made on the first submitted frame.
 pub(super) struct Overlap {
     copy_stream: Arc<CudaStream>,
-    /// Recorded on the copy stream after each upload; the compute stream waits for it.
-    uploaded: CudaEvent,
     /// Per input slot, recorded on the compute stream after its frame's downloads.
     done: [CudaEvent; INPUT_SLOTS],
     in_flight: Option<Queued>,
@@ -90,7 +90,6 @@ impl Overlap {
     fn new(gpu: &Gpu) -> Result<Self> {
         Ok(Self {
             copy_stream: gpu.ctx.new_stream()?,
-            uploaded: gpu.ordering_event()?,
             done: [gpu.ordering_event()?, gpu.ordering_event()?],
             in_flight: None,
         })
@@ -139,7 +138,6 @@ impl CudaOrbExtractor {
         };
         // N stays in flight (and is collected below) while N+1 is queued.
         let earlier = overlap.in_flight.take();
-        self.gpu.stream.wait(&overlap.uploaded)?;
         let residency = self.queue_frame(step.slot)?;
         if let Some(overlap) = &mut self.overlap {
             overlap.done[step.slot].record(&self.gpu.stream)?;
@@ -176,19 +174,18 @@ impl CudaOrbExtractor {
         self.collect(frame.slot, residency, frame.width, frame.height)
     }
 
-    /// Gives `frame` to input `slot` (allocated on first use) and queues its
-    /// upload on the copy stream, then records `uploaded` there.
+    /// Gives `frame` to input `slot` (allocated on first use) and queues its upload
+    /// on the copy stream, band by band.
     fn stage(&mut self, frame: &RawFrame<'_>, layout: FrameLayout, slot: usize) -> Result<()> {
         self.gpu.ctx.bind_to_thread()?;
         self.prepare(layout)?;
         let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
             return Err(no_plan());
         };
-        let input = plan.input(&self.gpu, slot, layout, self.unified)?;
-        input.upload.take(frame)?;
-        input.upload.upload_async(&overlap.copy_stream)?;
-        overlap.uploaded.record(&overlap.copy_stream)?;
-        Ok(())
+        plan.input(&self.gpu, slot, layout, self.unified)?
+            .upload
+            .take(frame)?;
+        plan.inputs[slot].upload_bands(&overlap.copy_stream)
     }
 }
 

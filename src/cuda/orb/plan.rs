@@ -5,7 +5,7 @@ use std::mem::{size_of, size_of_val};
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
 use crate::config::OrbConfig;
 use crate::cuda::abi::orb_params::{
@@ -19,6 +19,7 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
+use crate::cuda::orb::bands::{band_count, bands, Band};
 use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
 use crate::cuda::upload::FrameUpload;
 use crate::error::{Error, ImageError, Result};
@@ -55,10 +56,10 @@ fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
 }
 
 /// The level tables of a `width` x `height` frame and the sizes they give the buffers.
-struct PlanTables {
+pub(super) struct PlanTables {
     geometry: Vec<LevelGeometry>,
-    levels: Vec<OrbLevel>,
-    taps: Vec<ResizeTap>,
+    pub(super) levels: Vec<OrbLevel>,
+    pub(super) taps: Vec<ResizeTap>,
     quotas: Vec<i32>,
     /// Pixels of all levels (one byte each).
     pyramid_bytes: usize,
@@ -70,7 +71,7 @@ struct PlanTables {
 }
 
 impl PlanTables {
-    fn new(c: &OrbConfig, width: usize, height: usize) -> Result<Self> {
+    pub(super) fn new(c: &OrbConfig, width: usize, height: usize) -> Result<Self> {
         let geometry = level_geometry(width, height, c.n_levels, c.scale_factor);
         let quotas: Vec<i32> = level_quotas(c.n_features, c.n_levels, c.scale_factor)
             .into_iter()
@@ -377,10 +378,13 @@ pub struct Plan {
     pub width: usize,
     pub height: usize,
     pub geometry: Vec<LevelGeometry>,
-    pub total_cells: i32,
     pub capacity: usize,
     /// The launch shapes of the frame's kernels.
     pub shapes: Shapes,
+    /// The pyramid's level table and taps as the host made them, which cut each
+    /// input slot's frames into bands.
+    level_table: Vec<OrbLevel>,
+    resize_taps: Vec<ResizeTap>,
     pub levels: DeviceBuffer,
     pub taps: DeviceBuffer,
     pub quotas: DeviceBuffer,
@@ -430,6 +434,12 @@ pub struct FrameInput {
     /// uploaded as level 0 of the upload's own device buffer (packed mono8 in device
     /// memory), which then holds the pyramid.
     converted: Option<DeviceBuffer>,
+    /// The bands of rows the slot's frames are uploaded and their front end run in
+    /// (`bands.rs`: how many depends on the layout's upload bytes).
+    pub bands: Vec<Band>,
+    /// Per band, recorded after the band's rows are uploaded: the frame's kernels wait
+    /// for each before they read its rows.
+    pub band_uploads: Vec<CudaEvent>,
     pub outputs: Outputs,
     pub graphs: Vec<(Residency, FrameGraph)>,
 }
@@ -443,7 +453,13 @@ struct SlotShape {
 }
 
 impl FrameInput {
-    fn new(gpu: &Gpu, layout: FrameLayout, shape: SlotShape, unified: bool) -> Result<Self> {
+    fn new(
+        gpu: &Gpu,
+        layout: FrameLayout,
+        shape: SlotShape,
+        bands: Vec<Band>,
+        unified: bool,
+    ) -> Result<Self> {
         let ctx = &gpu.ctx;
         let in_place = layout.is_packed_grey() && !unified;
         let (upload, converted) = if in_place {
@@ -456,6 +472,10 @@ impl FrameInput {
         Ok(Self {
             upload,
             converted,
+            band_uploads: (0..bands.len())
+                .map(|_| gpu.ordering_event())
+                .collect::<Result<_>>()?,
+            bands,
             outputs: Outputs::new(ctx, shape, unified)?,
             graphs: Vec::new(),
         })
@@ -472,6 +492,18 @@ impl FrameInput {
     /// uploaded there).
     pub fn is_converted(&self) -> bool {
         self.converted.is_some()
+    }
+
+    /// Queues the upload of the frame taken last on `stream`, band by band, each
+    /// band's rows followed by its event (recorded in mapped memory too, where nothing
+    /// is copied: the kernels wait for them all the same).
+    pub fn upload_bands(&self, stream: &CudaStream) -> Result<()> {
+        for (band, uploaded) in self.bands.iter().zip(&self.band_uploads) {
+            self.upload
+                .upload_rows_async(band.frame_rows.clone(), stream)?;
+            uploaded.record(stream)?;
+        }
+        Ok(())
     }
 
     /// The word of [`Outputs::kept`] holding the frame's number of keypoints.
@@ -525,19 +557,20 @@ impl Plan {
             width,
             height,
             geometry: tables.geometry,
-            total_cells,
             capacity,
             shapes,
-            levels: DeviceBuffer::from_slice(ctx, &tables.levels)?,
-            taps: DeviceBuffer::from_slice(ctx, &tables.taps)?,
-            quotas: DeviceBuffer::from_slice(ctx, &tables.quotas)?,
-            inputs: Vec::new(),
             // Whole words: orb_describe reads the aligned words holding its patch rows.
             slot_shape: SlotShape {
                 pyramid_bytes: pyramid_bytes.next_multiple_of(4),
                 n_levels,
                 capacity,
             },
+            levels: DeviceBuffer::from_slice(ctx, &tables.levels)?,
+            taps: DeviceBuffer::from_slice(ctx, &tables.taps)?,
+            level_table: tables.levels,
+            resize_taps: tables.taps,
+            quotas: DeviceBuffer::from_slice(ctx, &tables.quotas)?,
+            inputs: Vec::new(),
             smoothed: DeviceBuffer::new(ctx, pyramid_bytes.next_multiple_of(4))?,
             scores: DeviceBuffer::new(ctx, pyramid_bytes)?,
             corner_bits: DeviceBuffer::new(ctx, tables.corner_words.max(1) * size_of::<u32>())?,
@@ -591,14 +624,22 @@ impl Plan {
         unified: bool,
     ) -> Result<&mut FrameInput> {
         let shape = self.slot_shape;
+        // Mapped memory is read in place: no upload for a band to overlap.
+        let count = if unified {
+            1
+        } else {
+            band_count(layout.upload_bytes())
+        };
+        let new_input = |bands| FrameInput::new(gpu, layout, shape, bands, unified);
         while self.inputs.len() <= slot {
-            self.inputs
-                .push(FrameInput::new(gpu, layout, shape, unified)?);
+            let bands = bands(&self.level_table, &self.resize_taps, count);
+            self.inputs.push(new_input(bands)?);
+        }
+        if *self.inputs[slot].upload.layout() != layout {
+            let bands = bands(&self.level_table, &self.resize_taps, count);
+            self.inputs[slot] = new_input(bands)?;
         }
         let input = &mut self.inputs[slot];
-        if *input.upload.layout() != layout {
-            *input = FrameInput::new(gpu, layout, shape, unified)?;
-        }
         Ok(input)
     }
 }

@@ -74,10 +74,22 @@ pub fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
         .map(|g| g.width.div_ceil(RESIZE_RUN) * g.height)
         .max()
         .unwrap_or(0);
-    let warps_per_block = (PYRAMID_THREADS / WARP) as usize;
-    u32::try_from(runs.div_ceil(warps_per_block))
+    u32::try_from(runs.div_ceil(PYRAMID_WARPS))
         .unwrap_or(u32::MAX)
         .max(1)
+}
+
+/// Warps of an `orb_pyramid` block, each resizing one run of pixels at a time.
+pub const PYRAMID_WARPS: usize = (PYRAMID_THREADS / WARP) as usize;
+
+/// `config` with no more blocks than `items` work items keep busy at `per_block` each
+/// (a band's launch covers a part of what the plan's shapes are sized for).
+pub fn capped(config: LaunchConfig, items: usize, per_block: usize) -> LaunchConfig {
+    let needed = u32::try_from(items.div_ceil(per_block)).unwrap_or(u32::MAX);
+    LaunchConfig {
+        grid_dim: (config.grid_dim.0.min(needed).max(1), 1, 1),
+        ..config
+    }
 }
 
 /// Work items (tiles) of `orb_fast_score` on a `width` x `height` level.

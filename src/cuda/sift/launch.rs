@@ -206,8 +206,14 @@ pub fn enqueue(
         // SAFETY: the plan's input holds its layout's upload bytes (`FrameUpload::new`),
         // and its grey buffer width x height bytes, the plan's size.
         unsafe {
-            k.gray
-                .enqueue(stream, plan.input.layout(), plan.input.ptr(), plan.gray.ptr)?;
+            let layout = plan.input.layout();
+            k.gray.enqueue(
+                stream,
+                layout,
+                0..layout.height,
+                plan.input.ptr(),
+                plan.gray.ptr,
+            )?;
         }
         plan.gray.ptr
     };

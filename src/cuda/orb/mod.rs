@@ -393,7 +393,7 @@ impl CudaOrbExtractor {
         let stream = self.gpu.stream.clone();
         {
             let plan = self.plan.as_mut().ok_or_else(no_plan)?;
-            plan.input(&self.gpu, 0, layout, self.unified)?
+            plan.input(&self.gpu, 0, layout, self.unified, false)?
                 .upload
                 .take(frame)?;
             self.clock.upload_starts(&stream)?;

@@ -182,7 +182,7 @@ impl CudaOrbExtractor {
         let (Some(plan), Some(overlap)) = (self.plan.as_mut(), self.overlap.as_ref()) else {
             return Err(no_plan());
         };
-        plan.input(&self.gpu, slot, layout, self.unified)?
+        plan.input(&self.gpu, slot, layout, self.unified, true)?
             .upload
             .take(frame)?;
         plan.inputs[slot].upload_bands(&overlap.copy_stream)

@@ -615,17 +615,21 @@ impl Plan {
     }
 
     /// Input `slot`, taking frames of `layout`: made on first use, and made again
-    /// (with its graph) when the frames' encoding or step changes.
+    /// (with its graph) when the frames' encoding or step changes, or their bands.
+    /// `beside_kernels`: the frames are uploaded on a copy stream while kernels run
+    /// (`submit_overlapping`), where a large frame is cut into bands; `extract`
+    /// uploads on the kernels' own stream, where a band has nothing to overlap.
     pub fn input(
         &mut self,
         gpu: &Gpu,
         slot: usize,
         layout: FrameLayout,
         unified: bool,
+        beside_kernels: bool,
     ) -> Result<&mut FrameInput> {
         let shape = self.slot_shape;
-        // Mapped memory is read in place: no upload for a band to overlap.
-        let count = if unified {
+        // Mapped memory is read in place: no upload either.
+        let count = if unified || !beside_kernels {
             1
         } else {
             band_count(layout.upload_bytes())
@@ -635,12 +639,12 @@ impl Plan {
             let bands = bands(&self.level_table, &self.resize_taps, count);
             self.inputs.push(new_input(bands)?);
         }
-        if *self.inputs[slot].upload.layout() != layout {
+        let input = &self.inputs[slot];
+        if *input.upload.layout() != layout || input.bands.len() != count {
             let bands = bands(&self.level_table, &self.resize_taps, count);
             self.inputs[slot] = new_input(bands)?;
         }
-        let input = &mut self.inputs[slot];
-        Ok(input)
+        Ok(&mut self.inputs[slot])
     }
 }
 

@@ -11,7 +11,7 @@ use crate::cuda::abi::{OrbLevel, OrbRows, ResizeTap, RESIZE_RUN, SCORE_TILE_H, S
 
 /// Rows a FAST tile reads beyond its own on each side: the Bresenham ring's radius,
 /// which is also the 7x7 smoothing's (`RING_RADIUS`, kernels/orb/detect.cu).
-pub const TILE_HALO: usize = 3;
+const TILE_HALO: usize = 3;
 /// Upload bytes from which a frame is cut in two. Each band pays the pyramid's chain of
 /// levels and barriers again (a latency, not work that the bands share out), so a cut
 /// pays only where the second half's upload takes longer: on an H200 two bands took
@@ -52,31 +52,34 @@ pub struct Span {
 }
 
 impl Span {
+    /// A launch whose items are those of every level's rows.
     fn new(levels: &[OrbLevel], rows: OrbRows, items_per_row: fn(&OrbLevel) -> usize) -> Self {
-        let items = levels
-            .iter()
-            .enumerate()
-            .map(|(l, level)| (rows.end[l] - rows.begin[l]) as usize * items_per_row(level));
-        Self {
-            rows,
-            items: items.sum(),
-        }
+        let items = level_items(levels, &rows, items_per_row).sum();
+        Self { rows, items }
     }
 
+    /// A launch that takes the levels one after the other, whose items are those of
+    /// the level with the most.
     fn largest_level(
         levels: &[OrbLevel],
         rows: OrbRows,
         items_per_row: fn(&OrbLevel) -> usize,
     ) -> Self {
-        let items = levels
-            .iter()
-            .enumerate()
-            .map(|(l, level)| (rows.end[l] - rows.begin[l]) as usize * items_per_row(level));
-        Self {
-            rows,
-            items: items.max().unwrap_or(0),
-        }
+        let items = level_items(levels, &rows, items_per_row).max().unwrap_or(0);
+        Self { rows, items }
     }
+}
+
+/// The work items of each level's rows in `rows`.
+fn level_items<'a>(
+    levels: &'a [OrbLevel],
+    rows: &'a OrbRows,
+    items_per_row: fn(&OrbLevel) -> usize,
+) -> impl Iterator<Item = usize> + 'a {
+    levels
+        .iter()
+        .enumerate()
+        .map(move |(l, level)| (rows.end[l] - rows.begin[l]) as usize * items_per_row(level))
 }
 
 fn tiles_per_row(level: &OrbLevel) -> usize {

@@ -124,9 +124,9 @@ __device__ __forceinline__ bool may_be_corner(const unsigned char* p, int thresh
 
 // Tiles of the score pass: 64 x 32 pixels, staged in shared memory with the ring's
 // 3-pixel halo, so each pixel's ring loads hit shared memory. Warp w owns rows
-// 4w .. 4w + 3 of the tile. SCORE_TILE_W, SCORE_TILE_H and SCORE_THREADS come from the
-// host as -D defines (src/cuda/abi.rs), which sizes the launch by them.
-#define RING_RADIUS 3
+// 4w .. 4w + 3 of the tile. SCORE_TILE_W, SCORE_TILE_H, SCORE_THREADS and RING_RADIUS
+// come from the host as -D defines (src/cuda/abi.rs), which sizes the launch and cuts
+// the frame's bands (src/cuda/orb/bands.rs) by them.
 #define SCORE_SPAN_W (SCORE_TILE_W + 2 * RING_RADIUS)
 #define SCORE_SPAN_H (SCORE_TILE_H + 2 * RING_RADIUS)
 #define SCORE_PITCH 72

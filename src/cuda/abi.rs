@@ -94,6 +94,9 @@ pub const RESIZE_RUN: usize = 128;
 pub const SCORE_TILE_W: usize = 64;
 pub const SCORE_TILE_H: usize = 32;
 pub const SCORE_THREADS: u32 = 256;
+/// Rows and columns a FAST tile stages beyond its own on each side: the Bresenham
+/// ring's radius, which is also the descriptors' 7x7 smoothing's.
+pub const RING_RADIUS: usize = 3;
 /// Threads of an `orb_cell_candidates` block (32 x 4).
 pub const CELL_THREADS: u32 = 4 * WARP;
 /// Bins of a level's FAST-score histogram.
@@ -127,6 +130,7 @@ pub const ORB_DEFINES: &[Define] = &[
     define!(SCORE_TILE_W),
     define!(SCORE_TILE_H),
     define!(SCORE_THREADS),
+    define!(RING_RADIUS),
     define!(CELL_THREADS),
     define!(ORB_SCORE_BINS),
     define!(SELECT_THREADS),

@@ -7,11 +7,10 @@
 
 use std::ops::Range;
 
-use crate::cuda::abi::{OrbLevel, OrbRows, ResizeTap, RESIZE_RUN, SCORE_TILE_H, SCORE_TILE_W};
+use crate::cuda::abi::{
+    OrbLevel, OrbRows, ResizeTap, RESIZE_RUN, RING_RADIUS, SCORE_TILE_H, SCORE_TILE_W,
+};
 
-/// Rows a FAST tile reads beyond its own on each side: the Bresenham ring's radius,
-/// which is also the 7x7 smoothing's (`RING_RADIUS`, kernels/orb/detect.cu).
-const TILE_HALO: usize = 3;
 /// Upload bytes from which a frame is cut in two. Each band pays the pyramid's chain of
 /// levels and barriers again (a latency, not work that the bands share out), so a cut
 /// pays only where the second half's upload takes longer: on an H200 two bands took
@@ -161,7 +160,7 @@ impl Ready {
             let tiles = if rows == height {
                 tile_rows
             } else {
-                rows.saturating_sub(TILE_HALO) / SCORE_TILE_H
+                rows.saturating_sub(RING_RADIUS) / SCORE_TILE_H
             };
             // A cell's non-maximum suppression reads the scores one row past its last.
             let scored = if tiles == tile_rows {
@@ -199,8 +198,8 @@ mod tests {
     use crate::config::OrbConfig;
     use crate::cuda::orb::plan::PlanTables;
 
-    /// What `orb_fast_score` stages beyond a tile's rows on each side (`RING_RADIUS` in
-    /// kernels/orb/detect.cu), stated apart from `TILE_HALO` to check it.
+    /// What `orb_fast_score` stages beyond a tile's rows on each side (its ring's radius),
+    /// stated apart from `RING_RADIUS` to check the bands against it.
     const STAGED_ROWS_AROUND_A_TILE: usize = 3;
 
     fn range(rows: &OrbRows, l: usize) -> Range<usize> {

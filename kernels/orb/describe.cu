@@ -7,6 +7,7 @@
 // lane t only ever touches bank t, so every access of the warp is conflict-free.
 #include "common/levels.cuh"
 #include "common/hamming.cuh"
+#include "common/hamming_mma.cuh"
 #include "common/orb_params.cuh"
 
 // PATCH_RADIUS (the rotated 31x31 pattern reaches 18.4 px) and PATCH_ROW_WORDS (a row
@@ -61,21 +62,30 @@ __device__ __forceinline__ void load_patches(unsigned int* patch, int wid, int l
 // Rounds half to even, as the reference does (rint, in the default rounding mode).
 __device__ __forceinline__ int round_even(double v) { return (int)rint(v); }
 
-// The keypoints' moments, summed over the warps.
+// The keypoints' moments, summed over the warps, and their descriptors' set bits.
 struct DescribeScratch {
     int m10[WARP], m01[WARP];
+    int ones[WARP];
+    unsigned int query_bits[WARP];
 };
 
-extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe(const OrbDescribeParams p) {
+// Three blocks an SM (at most 40 registers): the description is latency-bound, and with
+// the MMA operands in registers (74) one block an SM made it 24 us slower on 8 SMs of an
+// H200 at 1080p, more than the tensor cores saved.
+extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP, 3) orb_describe(const OrbDescribeParams p) {
     // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb/shapes.rs): over the
     // 48 KB of static shared memory.
     extern __shared__ unsigned int patch[];
     __shared__ DescribeScratch scratch;
     // After the tests: descriptor word w of lane t at words[w * WARP + t], then each
-    // warp's Best2 per lane (conflict-free: lane t always in bank t).
+    // warp's Best2 per lane (conflict-free: lane t always in bank t), then on sm_80 on
+    // the queries' MMA operands (two tiles of 16 queries, DESC_WORDS x 32 lanes each).
     unsigned int* words = patch;
     int3* candidates = reinterpret_cast<int3*>(patch + DESC_WORDS * WARP);
-    static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP <= PATCH_WORDS * WARP, "scratch fits in the patch");
+    uint4* query_fragments = reinterpret_cast<uint4*>(patch + DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP);
+    static_assert((DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP) % 4 == 0, "operands on 16-byte boundaries");
+    static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP + 4 * 2 * DESC_WORDS * WARP <= PATCH_WORDS * WARP,
+                  "scratch fits in the patch");
 
     const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
     const int n = (int)__ldg(&p.kept[p.n_levels]);
@@ -161,12 +171,44 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP) orb_describe
         // With backward_best, the sweep's distances also give each train descriptor its
         // nearest keypoint, the cross-check's backward search (the branch is uniform).
         if (p.train != nullptr) {
+#if __CUDA_ARCH__ >= 800
+            // On the tensor cores, one tile of 16 queries at a time; the active lanes
+            // are the first `queries` of the group.
+            const int queries = min(p.per_block, n - group);
+            const int query_tiles = (queries + MMA_QUERY_TILE - 1) / MMA_QUERY_TILE;
+            for (int e = threadIdx.x; e < query_tiles * DESC_WORDS * WARP; e += blockDim.x)
+                query_fragments[e] = query_fragment(words, e / (DESC_WORDS * WARP), e / WARP % DESC_WORDS, e % WARP);
+            if (wid == 0) {
+                int ones = 0;
+#pragma unroll
+                for (int w = 0; w < DESC_WORDS; ++w) ones += __popc(desc[w]);
+                scratch.ones[lane] = ones;
+                scratch.query_bits[lane] = active ? (unsigned int)i : 0xffffffffu;
+            }
+            __syncthreads();
+            for (int tile = 0; tile < query_tiles; ++tile) {
+                Best2 rows[2];
+                const uint4* fragments = query_fragments + tile * DESC_WORDS * WARP;
+                if (p.backward_best != nullptr)
+                    tile_best2_mma<true>(fragments, scratch.ones, scratch.query_bits, tile, p.train, n_train, wid,
+                                         DESCRIBE_WARPS, p.backward_best, rows);
+                else
+                    tile_best2_mma<false>(fragments, scratch.ones, scratch.query_bits, tile, p.train, n_train, wid,
+                                          DESCRIBE_WARPS, nullptr, rows);
+                if (lane % 4 == 0) {
+                    const int top = tile * MMA_QUERY_TILE + lane / 4;
+                    candidates[wid * WARP + top] = make_int3(rows[0].best_index, rows[0].best, rows[0].second);
+                    candidates[wid * WARP + top + 8] = make_int3(rows[1].best_index, rows[1].best, rows[1].second);
+                }
+            }
+#else
             const int first_train = wid * WARP, train_step = DESCRIBE_WARPS * WARP;
             Best2 mine = p.backward_best != nullptr
                              ? warp_best2<true>(desc, p.train, n_train, first_train, train_step, active ? i : -1,
                                                 p.backward_best)
                              : warp_best2(desc, p.train, n_train, first_train, train_step);
             candidates[wid * WARP + lane] = make_int3(mine.best_index, mine.best, mine.second);
+#endif
             __syncthreads();
             if (wid == 0 && active) {
                 // Ties keep the lower train index (the slices interleave); the second

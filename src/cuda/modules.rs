@@ -53,6 +53,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/warp_append.cuh"),
     kernel_file!("common/best2.cuh"),
     kernel_file!("common/hamming.cuh"),
+    kernel_file!("common/hamming_mma.cuh"),
     kernel_file!("common/sift_octaves.cuh"),
     kernel_file!("common/fast_atan2.cuh"),
     kernel_file!("common/harris.cuh"),

@@ -1,0 +1,131 @@
+// The k = 2 search of up to 32 queries against a train set on the tensor cores (sm_80
+// on): one 8-bit integer MMA (m16n8k32) per descriptor word gives 16 x 8 Hamming
+// distances, where the shuffle-and-popcount sweep of common/hamming.cuh pays 8 POPC
+// (16 a cycle an SM) per pair.
+//
+// A descriptor word is split into bytes of one bit each: bits p, p + 8, p + 16, p + 24
+// as the four bytes of one register (one shift and one mask). The query side holds
+// -1 for a set bit and +1 for a clear one, the train side 1 and 0, and the accumulator
+// starts at the query's bit count |q|; then for query q and train descriptor t,
+//     |q| + sum over t's set bits of (q set ? -1 : +1) = |q| + |t| - 2 |q & t| = |q ^ t|,
+// exactly, in 32-bit integers. Which bit goes to which k index does not matter so
+// long as both sides use the same assignment: lane (g, c) of a quad (g = lane / 4,
+// c = lane % 4) holds, for word s, bits c + 8i (i = 0..3) in its first register of
+// each operand and bits c + 4 + 8i in its second.
+#pragma once
+
+#include "common/best2.cuh"
+
+#if __CUDA_ARCH__ >= 800
+
+// Descriptors of one MMA's n: the train tile a warp takes at a time.
+#define MMA_TRAIN_TILE 8
+// Queries of one MMA's m.
+#define MMA_QUERY_TILE 16
+
+__device__ __forceinline__ unsigned int bit_bytes(unsigned int word, int p) { return (word >> p) & 0x01010101u; }
+
+// 0x01 (+1) for a clear bit, 0xff (-1) for a set one: 1 + 0xfe per set byte, no carry.
+__device__ __forceinline__ unsigned int sign_bytes(unsigned int word, int p) {
+    return 0x01010101u + bit_bytes(word, p) * 0xfeu;
+}
+
+// d += a (16 x 32, row-major) x b (32 x 8, column-major), signed 8-bit in, 32-bit sums.
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint4& a, unsigned int b0, unsigned int b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+// The query operand of query tile `tile`, word s, for `lane`: rows g and g + 8 of the
+// tile (the MMA's a0/a2 and a1/a3), as sign_bytes. `words[w * 32 + q]` is word w of query q.
+__device__ __forceinline__ uint4 query_fragment(const unsigned int* words, int tile, int s, int lane) {
+    const int g = lane >> 2, c = lane & 3;
+    const unsigned int top = words[s * 32 + tile * MMA_QUERY_TILE + g];
+    const unsigned int bottom = words[s * 32 + tile * MMA_QUERY_TILE + g + 8];
+    return make_uint4(sign_bytes(top, c), sign_bytes(bottom, c), sign_bytes(top, c + 4), sign_bytes(bottom, c + 4));
+}
+
+// A train descriptor's nearest query as `distance << BACKWARD_QUERY_BITS | query`; all
+// ones for a row without a query (`query_bits` all ones), which never wins.
+__device__ __forceinline__ unsigned int backward_key(int distance, unsigned int query_bits) {
+    return ((unsigned int)distance << BACKWARD_QUERY_BITS) | query_bits;
+}
+
+// The nearest two train descriptors of the queries of query tile `tile` among train
+// tiles first_tile, first_tile + tile_step, ... (a warp's share of the set), the whole
+// warp working together. `fragments[s * 32 + lane]` is the tile's query operand for word s
+// (query_fragment), `ones[q]` query q's set bits, `query_bits[q]` its index for the
+// backward search (all ones: no query). Returns the Best2 of rows g and g + 8 of the
+// tile, merged over the lanes of the quad. BACKWARD: each train descriptor's nearest
+// query of the tile folded into backward_best by atomicMin, as warp_best2 does.
+// The query operand is read from shared memory at each MMA rather than held (32
+// registers): orb_describe keeps to 40 registers.
+template <bool BACKWARD>
+__device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int* ones, const unsigned int* query_bits,
+                                               int tile, const unsigned int* __restrict__ train, int n_train,
+                                               int first_tile, int tile_step, unsigned int* backward_best,
+                                               Best2 (&best)[2]) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const int top = tile * MMA_QUERY_TILE + g, bottom = top + 8;
+    const int ones_top = ones[top], ones_bottom = ones[bottom];
+    const unsigned int bits_top = query_bits[top], bits_bottom = query_bits[bottom];
+    best[0] = best2_empty();
+    best[1] = best2_empty();
+    for (int t = first_tile; t * MMA_TRAIN_TILE < n_train; t += tile_step) {
+        // This lane expands train descriptor t * 8 + g, column g of the MMA's b.
+        const int j = t * MMA_TRAIN_TILE + g;
+        unsigned int w[DESC_WORDS];
+        if (j < n_train) {
+            const uint4* row = reinterpret_cast<const uint4*>(train + (size_t)j * DESC_WORDS);
+            const uint4 low = __ldg(row), high = __ldg(row + 1);
+            w[0] = low.x, w[1] = low.y, w[2] = low.z, w[3] = low.w;
+            w[4] = high.x, w[5] = high.y, w[6] = high.z, w[7] = high.w;
+        } else {
+#pragma unroll
+            for (int s = 0; s < DESC_WORDS; ++s) w[s] = 0u;
+        }
+        int d[4] = {ones_top, ones_top, ones_bottom, ones_bottom};
+#pragma unroll
+        for (int s = 0; s < DESC_WORDS; ++s)
+            mma_s8(d, fragments[s * 32 + lane], bit_bytes(w[s], c), bit_bytes(w[s], c + 4));
+        // d[0], d[2]: train column `first`, rows top and bottom; d[1], d[3]: first + 1.
+        const int first = t * MMA_TRAIN_TILE + 2 * c;
+        if (first + 1 >= n_train) {  // the set's last tile: columns past it offer nothing
+            if (first >= n_train) d[0] = d[2] = 0x7fffffff;
+            d[1] = d[3] = 0x7fffffff;
+        }
+        best2_offer(best[0], first, d[0]);
+        best2_offer(best[0], first + 1, d[1]);
+        best2_offer(best[1], first, d[2]);
+        best2_offer(best[1], first + 1, d[3]);
+        if (BACKWARD) {
+            unsigned int nearest[2] = {min(backward_key(d[0], bits_top), backward_key(d[2], bits_bottom)),
+                                       min(backward_key(d[1], bits_top), backward_key(d[3], bits_bottom))};
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+#pragma unroll
+                for (int offset = 4; offset < 32; offset <<= 1)
+                    nearest[k] = min(nearest[k], __shfl_xor_sync(0xffffffffu, nearest[k], offset));
+            if (g == 0) {
+                if (first < n_train && nearest[0] != 0xffffffffu) atomicMin(&backward_best[first], nearest[0]);
+                if (first + 1 < n_train && nearest[1] != 0xffffffffu)
+                    atomicMin(&backward_best[first + 1], nearest[1]);
+            }
+        }
+    }
+    // The four lanes of a quad saw disjoint columns of the same rows.
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int offset = 1; offset < 4; offset <<= 1) {
+            Best2 other;
+            other.best_index = __shfl_xor_sync(0xffffffffu, best[r].best_index, offset);
+            other.best = __shfl_xor_sync(0xffffffffu, best[r].best, offset);
+            other.second = __shfl_xor_sync(0xffffffffu, best[r].second, offset);
+            best2_merge(best[r], other);
+        }
+}
+
+#endif

@@ -39,3 +39,13 @@ __device__ __forceinline__ void best2_merge(Best2& a, const Best2& b) {
     }
     a.second = min(loser_best, winner_second);
 }
+
+// Folds in the two nearest held by lane (this lane ^ lane_mask), which saw a disjoint
+// candidate set; all 32 lanes must call this.
+__device__ __forceinline__ void best2_merge_lane(Best2& a, int lane_mask) {
+    Best2 other;
+    other.best_index = __shfl_xor_sync(0xffffffffu, a.best_index, lane_mask);
+    other.best = __shfl_xor_sync(0xffffffffu, a.best, lane_mask);
+    other.second = __shfl_xor_sync(0xffffffffu, a.second, lane_mask);
+    best2_merge(a, other);
+}

@@ -119,13 +119,7 @@ __device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
-        for (int offset = 1; offset < 4; offset <<= 1) {
-            Best2 other;
-            other.best_index = __shfl_xor_sync(0xffffffffu, best[r].best_index, offset);
-            other.best = __shfl_xor_sync(0xffffffffu, best[r].best, offset);
-            other.second = __shfl_xor_sync(0xffffffffu, best[r].second, offset);
-            best2_merge(best[r], other);
-        }
+        for (int offset = 1; offset < 4; offset <<= 1) best2_merge_lane(best[r], offset);
 }
 
 #endif

@@ -125,13 +125,7 @@ extern "C" __global__ void __launch_bounds__(L2_THREADS, 2) match_l2_knn2(const 
 #pragma unroll
     for (int i = 0; i < MICRO; ++i) {
 #pragma unroll
-        for (int lanes = 8; lanes >= 1; lanes >>= 1) {
-            Best2 other;
-            other.best_index = __shfl_xor_sync(0xffffffffu, best[i].best_index, lanes);
-            other.best = __shfl_xor_sync(0xffffffffu, best[i].best, lanes);
-            other.second = __shfl_xor_sync(0xffffffffu, best[i].second, lanes);
-            best2_merge(best[i], other);
-        }
+        for (int lanes = 8; lanes >= 1; lanes >>= 1) best2_merge_lane(best[i], lanes);
         const int q = ty + 16 * i;
         if (tx == i && q < query_count)
             p.partial[(size_t)blockIdx.y * p.n_query + q0 + q] =

@@ -97,7 +97,7 @@ struct OrbFastScoreParams {
     const OrbLevel* level_table;
     const unsigned int* arc_bits;  // the 65,536-bit arc table
     unsigned char* scores;
-    unsigned int* corner_bits;     // a bit per pixel: a corner at `threshold`
+    unsigned int* corner_bits;     // a bit per corner at `threshold` that may survive NMS
     unsigned char* smoothed;       // same layout as `pyramid`
     SmoothTaps taps;
     OrbRows rows;                  // tile rows

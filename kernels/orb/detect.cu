@@ -270,10 +270,33 @@ __device__ __forceinline__ int pre_test_warp_pixels(const unsigned char (*pixels
     return listed;
 }
 
+// Whether the corner at (r, c) of a tile is a strict local maximum of the tile's
+// scores (0 for the pixels that are no corner): the 3x3 non-maximum suppression of
+// orb_cell_candidates, exact for a pixel whose 8 neighbours lie in the tile.
+__device__ __forceinline__ bool tile_peak(const unsigned char (*scores)[SCORE_TILE_W], int r, int c) {
+    const int centre = scores[r][c];
+    bool peak = true;
+#pragma unroll
+    for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+        for (int dx = -1; dx <= 1; ++dx)
+            if (dx != 0 || dy != 0) peak &= centre > scores[r + dy][c + dx];
+    return peak;
+}
+
+// A pixel on a tile's outer rows or columns: some of its neighbours' scores come from
+// other tiles.
+__device__ __forceinline__ bool on_tile_border(int r, int c) {
+    return r == 0 || r == SCORE_TILE_H - 1 || c == 0 || c == SCORE_TILE_W - 1;
+}
+
 // s(p) for every pixel of levels first_level .. n_levels - 1 (0 outside the ring-safe
 // area and for pixels that are no corner at `threshold`, the lowest threshold any cell
-// uses), its bit in `corner_bits` for every corner (the cell scan's input), and the
-// smoothed levels the descriptors sample, from the same staged tiles.
+// uses), its bit in `corner_bits` for every corner that may survive the 3x3
+// non-maximum suppression (the cell scan's input: the corners that are local maxima of
+// their tile's scores, and every corner on a tile's border, whose neighbours the cell
+// scan compares), and the smoothed levels the descriptors sample, from the same
+// staged tiles.
 // Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
 // resized levels after it. Blocks take (level, tile) work items in turn (a persistent
 // grid). Each warp works on its own
@@ -294,6 +317,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
     __shared__ uint4 row_pairs[SPAN_PAIRS][SCORE_TILE_W / 4];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
     __shared__ unsigned int corner_words[SCORE_WARPS][WARP_ROWS * 2];  // the warp's rows' bitmap words
+    __shared__ __align__(4) unsigned char tile_scores[SCORE_TILE_H][SCORE_TILE_W];  // the tile's s(p)
     for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = __ldg(&p.arc_bits[i]);
     load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
@@ -313,6 +337,10 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
         stage_tile(pixels, p.pyramid + offset, width, height, tile.x0, tile.y0);
         __syncthreads();
         smooth_rows(pixels, row_pairs, taps);
+        // The warp's rows of the tile's scores start at 0; the previous tile's
+        // suppression read them before the barrier above.
+        for (int w = lane; w < WARP_PIXELS / 4; w += 32)
+            reinterpret_cast<unsigned int*>(tile_scores[warp * WARP_ROWS])[w] = 0u;
         const bool interior = tile.x0 >= RING_RADIUS && tile.x0 + SCORE_TILE_W <= width - RING_RADIUS &&
                               tile.y0 >= RING_RADIUS && tile.y0 + SCORE_TILE_H <= height - RING_RADIUS;
         const int listed = interior ? pre_test_warp_pixels<true>(pixels, p.threshold, level_scores, width, height,
@@ -345,12 +373,23 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
         for (int j = lane; j < corners; j += 32) {
             const int k = list[j];
             const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            level_scores[(tile.y0 + r) * width + tile.x0 + c] =
+            const unsigned char score =
                 (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
-            atomicOr(&corner_words[warp][(r - warp * WARP_ROWS) * 2 + c / 32], 1u << (c % 32));
+            level_scores[(tile.y0 + r) * width + tile.x0 + c] = score;
+            tile_scores[r][c] = score;
         }
-        // The warp's rows of the corner bitmap: the tile's 64-pixel rows are two whole
-        // words (x0 is a multiple of 64), so no other warp writes them.
+        // Every row sum and score is written and every read of `pixels` done: the next
+        // tile's staging waits at its own barrier for this tile's vertical pass.
+        __syncthreads();
+        // The warp's corners that may survive the suppression, into its rows of the
+        // bitmap: the tile's 64-pixel rows are two whole words (x0 is a multiple of 64),
+        // so no other warp writes them.
+        for (int j = lane; j < corners; j += 32) {
+            const int k = list[j];
+            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+            if (on_tile_border(r, c) || tile_peak(tile_scores, r, c))
+                atomicOr(&corner_words[warp][(r - warp * WARP_ROWS) * 2 + c / 32], 1u << (c % 32));
+        }
         __syncwarp();
         if (lane < WARP_ROWS * 2) {
             const int y = tile.y0 + warp * WARP_ROWS + lane / 2, x = tile.x0 + 32 * (lane % 2);
@@ -358,9 +397,6 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
                 p.corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
                     corner_words[warp][lane];
         }
-        // Every row sum is written and every read of `pixels` done: the next tile's
-        // staging waits at its own barrier for this tile's vertical pass.
-        __syncthreads();
         smooth_columns(reinterpret_cast<const unsigned int(*)[SCORE_TILE_W]>(row_pairs), taps, p.smoothed + offset,
                        width, height, tile.x0, tile.y0);
     }
@@ -398,9 +434,12 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // without a scan. Each one is counted in its level's histogram of FAST scores (the
 // pre-filter's input, orb_prefilter_cut). The FAST ranking key is written here; the
 // Harris key is left to orb_record_keys (kernels/orb/select.cu), after the pre-filter.
-// The survivors are looked for among the corners only, from the bitmap orb_fast_score
-// writes: every pixel with s >= min_fast_threshold is a corner at that threshold and
-// has its bit, so the scan reads one word per 32 pixels instead of every score. At
+// The survivors are looked for among the bits of the bitmap orb_fast_score writes only:
+// every pixel with s >= min_fast_threshold is a corner at that threshold, and every
+// corner that may survive has its bit, so the scan reads one word per 32 pixels
+// instead of every score. orb_fast_score compared the neighbours of the corners inside
+// a tile (from its scores in shared memory, a warp's corners 32 at a time) and set the
+// bits of the local maxima only; the scan compares those on a tile's border. At
 // most 32 registers on sm_90 (16 blocks per SM), the resident blocks that hide the
 // loads' latency (no spill since the bitmap scan). Blocks of one or two warps (32
 // per SM) were faster on 8 SMs but slower at 640x480 on the full chip (an H200's
@@ -440,7 +479,10 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
             for (; bits; bits &= bits - 1) {
                 const int x = word * 32 + __ffs(bits) - 1;
                 const unsigned char* s = level_scores + y * lv.width + x;
-                if (!survives_nms(s, lv.width, p.min_fast_threshold)) continue;
+                // orb_fast_score compared the neighbours of a pixel inside its tile.
+                if (on_tile_border(y % SCORE_TILE_H, x % SCORE_TILE_W) &&
+                    !survives_nms(s, lv.width, p.min_fast_threshold))
+                    continue;
                 const int centre = __ldg(s);
                 strong += centre >= p.fast_threshold;
                 const unsigned int k = warp_append(&weak_count, 0);

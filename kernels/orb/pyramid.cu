@@ -39,13 +39,46 @@ __device__ __forceinline__ unsigned int blend(unsigned int p00, unsigned int p01
 // A zero weight means the second tap lies past the border: it is never read.
 __device__ __forceinline__ int second_tap(ResizeTap t) { return t.w1 ? t.src + 1 : t.src; }
 
+// A tap in one 8-byte load (the table is 8-byte aligned).
+__device__ __forceinline__ ResizeTap load_tap(const ResizeTap* t) {
+    const int2 v = __ldg(reinterpret_cast<const int2*>(t));
+    return ResizeTap{v.x, v.y};
+}
+
+// The 8 source bytes from `p` on as two words (byte k = p[k]), from the three aligned
+// words around them: `p` lies anywhere in its row. The last word reaches at most 11
+// bytes past `p`, inside the pyramid's allocation (its read slack, src/cuda/orb/plan.rs).
+__device__ __forceinline__ uint2 load_window(const unsigned char* p) {
+    const unsigned int misalign = (unsigned int)((size_t)p & 3u);
+    const unsigned int* words = reinterpret_cast<const unsigned int*>(p - misalign);
+    const unsigned int shift = 8u * misalign;
+    const unsigned int w0 = words[0], w1 = words[1], w2 = words[2];
+    return make_uint2(__funnelshift_r(w0, w1, shift), __funnelshift_r(w1, w2, shift));
+}
+
+// blend() from two rows' windows: the taps' bytes at `offset` and offset + 1 of each
+// row (the second is read even where its weight is 0: it then adds nothing). Both
+// horizontal products in one __dp2a of the weights as 16-bit halves (256 does not fit
+// a byte) and the two pixels as bytes; the integers are blend()'s, so is the value.
+__device__ __forceinline__ unsigned int blend_window(uint2 top, uint2 bottom, int offset, ResizeTap tx,
+                                                     ResizeTap ty) {
+    const unsigned int pair = (unsigned int)offset * 0x11u + 0x10u;  // bytes offset, offset + 1
+    const unsigned int weights = (unsigned int)tx.w1 * 0xffffu + 256u;  // 256 - w1 low, w1 high
+    const unsigned int upper = __dp2a_lo(weights, __byte_perm(top.x, top.y, pair), 0u);
+    const unsigned int lower = __dp2a_lo(weights, __byte_perm(bottom.x, bottom.y, pair), 0u);
+    const unsigned int wy1 = (unsigned int)ty.w1, wy0 = 256u - wy1;
+    return (wy0 * upper + wy1 * lower + (1u << 15)) >> 16;
+}
+
 // RESIZE_RUN (pixels of a row one warp resizes at a time) and PYRAMID_THREADS come from
 // the host as -D defines (src/cuda/abi.rs), which sizes the grid to level 1's runs.
+#define RUN_LANE_PIXELS 4
+static_assert(RESIZE_RUN == 32 * RUN_LANE_PIXELS, "a lane resizes four neighbouring pixels of the run");
 
-// At most 32 registers (8 blocks of 256 threads per SM, as before the run stepping
-// below took 40): the grid is sized from the occupancy, and more resident warps hide
-// the source loads' latency.
-extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(const OrbPyramidParams p) {
+// At most 40 registers (6 blocks of 256 threads per SM): a lane holds its four pixels'
+// taps and two source windows; held to 32, it spilled them inside the run loop.
+
+extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 6) orb_pyramid(const OrbPyramidParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
@@ -74,18 +107,46 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 8) orb_pyramid(con
         const int runs = runs_per_row * (p.rows.end[l] - p.rows.begin[l]);
         int y = p.rows.begin[l] + first_warp / runs_per_row, row_run = first_warp % runs_per_row;
         for (int run = first_warp; run < runs; run += warps) {
-            const ResizeTap ty = ldg_words(&p.taps[next.taps_y + y]);
+            const ResizeTap ty = load_tap(&p.taps[next.taps_y + y]);
             const unsigned char* top = source + ty.src * stored.width;
             const unsigned char* bottom = source + second_tap(ty) * stored.width;
             unsigned char* out = level + y * next.width;
-            const int x0 = row_run * RESIZE_RUN + lane;
+            const int x = row_run * RESIZE_RUN + RUN_LANE_PIXELS * lane;
+            if (x < next.width) {
+                // Past the row's end a lane repeats the row's last tap and stores nothing.
+                const ResizeTap* row_taps = p.taps + next.taps_x;
+                const int last_x = min(x + RUN_LANE_PIXELS - 1, next.width - 1);
+                const ResizeTap first = load_tap(row_taps + x), final = load_tap(row_taps + last_x);
+                unsigned int word = 0;  // byte k: pixel x + k
+                // Four outputs read at most 7 source pixels from the first one's up to a
+                // ratio of 2 between levels (3 steps of up to 2, and the second tap);
+                // larger scale factors read byte by byte.
+                if (final.src - first.src < 7) {
+                    const uint2 upper = load_window(top + first.src), lower = load_window(bottom + first.src);
 #pragma unroll
-            for (int x = x0; x < x0 + RESIZE_RUN; x += 32)
-                if (x < next.width) {
-                    const ResizeTap tx = ldg_words(&p.taps[next.taps_x + x]);
-                    const int x1 = second_tap(tx);
-                    out[x] = (unsigned char)blend(top[tx.src], top[x1], bottom[tx.src], bottom[x1], tx, ty);
+                    for (int k = 0; k < RUN_LANE_PIXELS; ++k) {
+                        const ResizeTap tx = k == 0 ? first : k == RUN_LANE_PIXELS - 1 ? final
+                                                                 : load_tap(row_taps + min(x + k, last_x));
+                        word |= blend_window(upper, lower, tx.src - first.src, tx, ty) << (8 * k);
+                    }
+                } else {
+#pragma unroll
+                    for (int k = 0; k < RUN_LANE_PIXELS; ++k) {
+                        const ResizeTap tx = load_tap(row_taps + min(x + k, last_x));
+                        const int x1 = second_tap(tx);
+                        word |= blend(top[tx.src], top[x1], bottom[tx.src], bottom[x1], tx, ty) << (8 * k);
+                    }
                 }
+                // One word store where the row's pixels x.. are word-aligned (the same for
+                // every lane of the run), else byte by byte.
+                if (x + RUN_LANE_PIXELS <= next.width && ((size_t)(out + x) & 3u) == 0) {
+                    *reinterpret_cast<unsigned int*>(out + x) = word;
+                } else {
+#pragma unroll
+                    for (int k = 0; k < RUN_LANE_PIXELS; ++k)
+                        if (x + k < next.width) out[x + k] = (unsigned char)(word >> (8 * k));
+                }
+            }
             y += step_rows;
             row_run += step_runs;
             if (row_run >= runs_per_row) {

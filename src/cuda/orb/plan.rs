@@ -31,6 +31,16 @@ use crate::spec::quotas::level_quotas;
 /// Words of the pyramid's grid barrier: the arrival counter, then the generation on
 /// its own 128-byte line (kernels/common/grid_barrier.cuh).
 const GRID_BARRIER_WORDS: usize = GRID_BARRIER_GENERATION + 1;
+
+/// Bytes past the last level that `orb_pyramid` may read: it reads a row's source
+/// pixels as the three aligned words around them, up to 11 bytes past the first.
+const PYRAMID_READ_SLACK: usize = 12;
+
+/// A frame slot's pyramid allocation for `pixels` pixels: the read slack, in whole
+/// words (orb_describe reads the aligned words holding its patch rows).
+fn slot_pyramid_bytes(pixels: usize) -> usize {
+    (pixels + PYRAMID_READ_SLACK).next_multiple_of(4)
+}
 /// Bytes of one descriptor.
 pub const DESCRIPTOR_BYTES: usize = DESC_WORDS * size_of::<u32>();
 
@@ -181,7 +191,8 @@ impl OrbPlanBytes {
             device: size_of_val(t.levels.as_slice())
                 + size_of_val(t.taps.as_slice())
                 + size_of_val(t.quotas.as_slice())
-                + 2 * t.pyramid_bytes.next_multiple_of(4)
+                + slot_pyramid_bytes(t.pyramid_bytes)
+                + t.pyramid_bytes.next_multiple_of(4)
                 + t.pyramid_bytes
                 + words(t.corner_words.max(1))
                 + words(GRID_BARRIER_WORDS)
@@ -559,9 +570,8 @@ impl Plan {
             geometry: tables.geometry,
             capacity,
             shapes,
-            // Whole words: orb_describe reads the aligned words holding its patch rows.
             slot_shape: SlotShape {
-                pyramid_bytes: pyramid_bytes.next_multiple_of(4),
+                pyramid_bytes: slot_pyramid_bytes(pyramid_bytes),
                 n_levels,
                 capacity,
             },

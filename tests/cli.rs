@@ -303,6 +303,31 @@ fn bench_prints_one_machine_readable_line_per_size() {
     }
 }
 
+/// `--size` times the sizes it names, in its order, and nothing else.
+#[test]
+fn bench_times_the_sizes_asked_for() {
+    let out = succeed(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--iterations",
+        "1",
+        "--threads",
+        "2",
+        "--image",
+        path_str(&data("graf1.png")),
+        "--size",
+        "320x240,200x300",
+    ]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let sizes: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("BENCH "))
+        .map(check_bench_line)
+        .collect();
+    assert_eq!(sizes, ["320x240", "200x300"], "{stdout}");
+}
+
 /// Checks `BENCH algo=orb backend=cpu device="..." size=WxH features=N extract_ms_median=..
 /// extract_ms_min=.. upload_ms_median=.. match_ms_median=..`; returns the size.
 fn check_bench_line(line: &str) -> String {
@@ -442,6 +467,24 @@ fn every_bad_input_fails_with_one_line_naming_the_problem() {
         (
             vec!["bench".into(), "--iterations".into(), "0".into()],
             "--iterations",
+        ),
+        (
+            vec!["bench".into(), "--size".into(), "0x480".into()],
+            "--size",
+        ),
+        (
+            vec!["bench".into(), "--size".into(), "640by480".into()],
+            "--size",
+        ),
+        (
+            vec![
+                "bench".into(),
+                "--backend".into(),
+                "cpu".into(),
+                "--size".into(),
+                "100000x100000".into(),
+            ],
+            "--size",
         ),
         (
             vec![

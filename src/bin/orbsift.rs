@@ -58,7 +58,8 @@ enum Command {
         a: PathBuf,
         b: PathBuf,
     },
-    /// Time extraction and matching at 640x480, 1280x960, 1920x1080 and 3840x2160.
+    /// Time extraction and matching at 640x480, 1280x960, 1920x1080 and 3840x2160
+    /// (or at the sizes `--size` names).
     Bench {
         #[command(flatten)]
         params: Params,
@@ -69,6 +70,10 @@ enum Command {
         /// Timed runs per size, after warm-up.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
+        /// Time these sizes only, `WIDTHxHEIGHT` (comma-separated), e.g. one size to
+        /// profile its kernels alone.
+        #[arg(long, value_delimiter = ',', value_parser = bench::parse_size)]
+        size: Vec<(usize, usize)>,
         /// CPU threads (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
@@ -223,6 +228,7 @@ fn run(command: Command) -> Result<()> {
             params,
             image,
             iterations,
+            size,
             threads,
             sm_limit,
             sift_features,
@@ -259,6 +265,11 @@ fn run(command: Command) -> Result<()> {
             })?;
             let options = bench::Options {
                 iterations: iterations as usize,
+                sizes: if size.is_empty() {
+                    bench::SIZES.to_vec()
+                } else {
+                    size
+                },
                 sm_limit,
                 sift_features,
                 save_frames,

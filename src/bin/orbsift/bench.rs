@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use orbsift::{Config, ConfigError, Error, Extractor, GrayImage, Matcher, Result};
 
-const SIZES: [(usize, usize); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
+/// The sizes timed unless `--size` names others.
+pub const SIZES: [(usize, usize); 4] = [(640, 480), (1280, 960), (1920, 1080), (3840, 2160)];
 const WARM_UP_RUNS: usize = 3;
 /// The GPU reaches steady clocks and caches only after a few dozen frames.
 #[cfg(feature = "cuda")]
@@ -38,10 +39,12 @@ struct Row {
 pub struct Options {
     /// Timed runs per size, after warm-up.
     pub iterations: usize,
+    /// The frame sizes to time, in order.
+    pub sizes: Vec<(usize, usize)>,
     /// Confines the CUDA pipeline to that many SMs.
     pub sm_limit: Option<u32>,
     /// CUDA SIFT only: the features a frame to match at each size (one for all sizes,
-    /// or one per size of [`SIZES`]); empty: the configured contrast threshold.
+    /// or one per size of `sizes`); empty: the configured contrast threshold.
     pub sift_features: Vec<u32>,
     /// Where to write the frames of every size as binary PGM, if anywhere.
     pub save_frames: Option<PathBuf>,
@@ -66,8 +69,16 @@ struct Matched {
     features_mean: f64,
 }
 
-/// Times extraction and matching at every size of [`SIZES`], rotating over `sources`
-/// resized.
+/// A frame size as `--size` takes it: `WIDTHxHEIGHT`, both at least 1.
+pub fn parse_size(text: &str) -> std::result::Result<(usize, usize), String> {
+    let side = |s: &str| s.parse::<usize>().ok().filter(|&n| n > 0);
+    text.split_once('x')
+        .and_then(|(w, h)| Some((side(w)?, side(h)?)))
+        .ok_or_else(|| format!("`{text}` is no WIDTHxHEIGHT of positive integers"))
+}
+
+/// Times extraction and matching at every size of `options.sizes`, rotating over
+/// `sources` resized.
 pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<()> {
     let (iterations, sm_limit) = (options.iterations, options.sm_limit);
     let mut extractor = orbsift::create_extractor(config)?;
@@ -92,12 +103,25 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
             ),
         }));
     }
-    if counts > 1 && counts != SIZES.len() {
+    if counts > 1 && counts != options.sizes.len() {
         return Err(Error::Config(ConfigError::Invalid {
             name: "--sift-features".into(),
             reason: format!(
                 "one count for every size or one per size ({}), not {counts}",
-                SIZES.len()
+                options.sizes.len()
+            ),
+        }));
+    }
+    if let Some((width, height)) = options
+        .sizes
+        .iter()
+        .find(|&&(w, h)| (w as u64).saturating_mul(h as u64) > config.max_image_pixels)
+    {
+        return Err(Error::Config(ConfigError::Invalid {
+            name: "--size".into(),
+            reason: format!(
+                "{width}x{height} is more than max_image_pixels ({})",
+                config.max_image_pixels
             ),
         }));
     }
@@ -121,7 +145,7 @@ pub fn run(config: &Config, sources: &[GrayImage], options: &Options) -> Result<
     ))?;
     let mut rows = Vec::new();
     let mut matched = Vec::new();
-    for (size, (width, height)) in SIZES.into_iter().enumerate() {
+    for (size, &(width, height)) in options.sizes.iter().enumerate() {
         let frames = sources
             .iter()
             .map(|source| source.resized(width, height))

@@ -419,15 +419,18 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
     return keep;
 }
 
-// NMS survivors a block lists per cell: all of them in cells of up to 64 x 64 pixels
-// (strict NMS keeps at most one pixel of each 2x2 block); larger cells rescan.
-#define CELL_LIST 1024
-// CELL_THREADS, the threads of a block (32 x 4), is a -D define (src/cuda/abi.rs).
+// NMS survivors a warp lists per cell: all of them in cells of up to 44 x 44 pixels
+// (strict NMS keeps at most one pixel of each 2x2 block), and in practice in the
+// larger cells a level's remainder makes (up to twice the grid's cell size less one);
+// a cell with more rescans.
+#define CELL_LIST 484
+// CELL_THREADS, the threads of a block (32 x CELL_WARPS), is a -D define (src/cuda/abi.rs).
+#define CELL_WARPS (CELL_THREADS / 32)
 
-// The candidates of each grid cell, one cell per block at a time (a persistent grid of
+// The candidates of each grid cell, one cell per warp at a time (a persistent grid of
 // 32 x 4 threads): the cell uses `fast_threshold` if any of its pixels survives NMS
 // at it, else `min_fast_threshold`. One NMS pass per pixel: a pixel survives at T iff
-// it is a local maximum with s >= T (docs/orb-reference.md section 3), so the block
+// it is a local maximum with s >= T (docs/orb-reference.md section 3), so the warp
 // lists the survivors at `min_fast_threshold` in shared memory and keeps those with
 // s >= the cell's threshold. They take contiguous slots of the level's list (one
 // atomicAdd per cell), so `cell_starts` / `cell_counts` locate every cell's members
@@ -439,26 +442,26 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // corner that may survive has its bit, so the scan reads one word per 32 pixels
 // instead of every score. orb_fast_score compared the neighbours of the corners inside
 // a tile (from its scores in shared memory, a warp's corners 32 at a time) and set the
-// bits of the local maxima only; the scan compares those on a tile's border. At
-// most 32 registers on sm_90 (16 blocks per SM), the resident blocks that hide the
-// loads' latency (no spill since the bitmap scan). Blocks of one or two warps (32
-// per SM) were faster on 8 SMs but slower at 640x480 on the full chip (an H200's
-// frame 0.119-0.127 ms instead of 0.117): fewer threads scan each cell.
-extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidates(const OrbCellCandidatesParams p) {
+// bits of the local maxima only; the scan compares those on a tile's border. With so
+// little left to compare, a cell is a warp's: its steps need no block barrier, and
+// four cells of a block proceed independently. At most 40 registers on sm_90 (12
+// blocks, 48 warps per SM): held to 32, it spilled each cell's geometry around the scan.
+extern "C" __global__ void __launch_bounds__(CELL_THREADS, 12) orb_cell_candidates(const OrbCellCandidatesParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
-    __shared__ unsigned int listed_yx[CELL_LIST];
-    __shared__ unsigned char listed_score[CELL_LIST];
-    __shared__ unsigned int strong_count, weak_count, first_slot, appended;
-    const int thread = threadIdx.y * blockDim.x + threadIdx.x;
-    const int threads = blockDim.x * blockDim.y;
+    __shared__ unsigned int listed_yx[CELL_WARPS][CELL_LIST];
+    __shared__ unsigned char listed_score[CELL_WARPS][CELL_LIST];
+    __shared__ unsigned int listed_counts[CELL_WARPS], strong_counts[CELL_WARPS], rescanned[CELL_WARPS];
+    const int warp = threadIdx.y, lane = threadIdx.x;
+    const unsigned int lanes_below = (1u << lane) - 1u;
     load_levels(levels, p.level_table, p.n_levels);
-    if (thread == 0) {
-        strong_count = 0u;
-        weak_count = 0u;
+    if (lane == 0) {
+        listed_counts[warp] = 0u;
+        strong_counts[warp] = 0u;
     }
     __syncthreads();
     int l, cell;
-    for (int item = blockIdx.x; band_cell(levels, p.rows, p.n_levels, item, l, cell); item += gridDim.x) {
+    for (int item = blockIdx.x * CELL_WARPS + warp; band_cell(levels, p.rows, p.n_levels, item, l, cell);
+         item += gridDim.x * CELL_WARPS) {
         const OrbLevel& lv = levels[l];
         const int id = lv.cell_offset + cell;
         const int row = cell / lv.n_cols, col = cell - row * lv.n_cols;
@@ -466,13 +469,13 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
         const int y0 = lv.edge + row * lv.cell_h, y1 = min(y0 + lv.cell_h, lv.height - lv.edge);
         const unsigned char* level_scores = p.scores + lv.offset;
         unsigned int strong = 0;
-        // A thread takes one bitmap word of one row of the cell at a time (x0 and x1
+        // A lane takes one bitmap word of one row of the cell at a time (x0 and x1
         // cut the first and last words) and tests the pixels of its set bits.
         const unsigned int* level_bits = p.corner_bits + lv.corner_words;
         const int first_word = x0 / 32, last_word = (x1 - 1) / 32, row_words = corner_row_words(lv.width);
         const int cell_words = last_word - first_word + 1;
-        for (int item = thread; item < (y1 - y0) * cell_words; item += threads) {
-            const int y = y0 + item / cell_words, word = first_word + item % cell_words;
+        for (int w = lane; w < (y1 - y0) * cell_words; w += 32) {
+            const int y = y0 + w / cell_words, word = first_word + w % cell_words;
             unsigned int bits = __ldg(&level_bits[y * row_words + word]);
             if (word == first_word) bits &= ~0u << (x0 % 32);
             if (word == last_word) bits &= ~0u >> (31 - (x1 - 1) % 32);
@@ -485,35 +488,35 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
                     continue;
                 const int centre = __ldg(s);
                 strong += centre >= p.fast_threshold;
-                const unsigned int k = warp_append(&weak_count, 0);
+                const unsigned int k = warp_append(&listed_counts[warp], 0);
                 if (k < CELL_LIST) {
-                    listed_yx[k] = ((unsigned int)y << 16) | (unsigned int)x;
-                    listed_score[k] = (unsigned char)centre;
+                    listed_yx[warp][k] = ((unsigned int)y << 16) | (unsigned int)x;
+                    listed_score[warp][k] = (unsigned char)centre;
                 }
             }
         }
-        if (strong) atomicAdd(&strong_count, strong);
-        __syncthreads();
+        if (strong) atomicAdd(&strong_counts[warp], strong);
+        __syncwarp();
+        const unsigned int strong_count = strong_counts[warp], listed = listed_counts[warp];
         const int threshold = strong_count ? p.fast_threshold : p.min_fast_threshold;
-        const unsigned int found = strong_count ? strong_count : weak_count;
-        const unsigned int listed = weak_count;
-        if (thread == 0) {
-            const unsigned int first = found ? atomicAdd(p.counters.level_counts + l, found) : 0u;
+        const unsigned int found = strong_count ? strong_count : listed;
+        __syncwarp();
+        unsigned int first = 0;
+        if (lane == 0) {
+            first = found ? atomicAdd(p.counters.level_counts + l, found) : 0u;
             const unsigned int capacity = (unsigned int)lv.cand_capacity;
-            first_slot = first;
-            appended = 0u;
             p.cell_starts[id] = (unsigned int)lv.cand_offset + first;
             // Never past the level's slots (cannot happen: capacity bounds strict NMS).
             p.cell_counts[id] = first < capacity ? min(found, capacity - first) : 0u;
+            // Every lane has read the counts; the next cell counts from 0.
+            listed_counts[warp] = 0u;
+            strong_counts[warp] = 0u;
+            rescanned[warp] = 0u;
         }
-        __syncthreads();
-        if (thread == 0) {  // every thread has read them; the next cell counts from 0
-            strong_count = 0u;
-            weak_count = 0u;
-        }
+        first = __shfl_sync(0xffffffffu, first, 0);
+        __syncwarp();
         // Every survivor of the cell at its threshold, in any order (the ranking orders them).
-        auto append = [&](int y, int x, int s) {
-            const unsigned int slot = first_slot + warp_append(&appended, 0);
+        auto append = [&](unsigned int slot, int y, int x, int s) {
             if (slot >= (unsigned int)lv.cand_capacity) return;
             const int c = lv.cand_offset + (int)slot;
             p.candidates.yx[c] = ((unsigned int)y << 16) | (unsigned int)x;
@@ -523,19 +526,26 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 16) orb_cell_candidat
             if (!p.harris) p.candidates.key[c] = (long long)s;
         };
         if (listed <= CELL_LIST) {
-            for (int k = thread; k < (int)listed; k += threads) {
-                const int s = listed_score[k];
-                if (s < threshold) continue;
-                const unsigned int yx = listed_yx[k];
-                append((int)(yx >> 16), (int)(yx & 0xffffu), s);
+            unsigned int appended = 0;
+            for (unsigned int base = 0; base < listed; base += 32) {
+                const unsigned int k = base + lane;
+                const int s = k < listed ? listed_score[warp][k] : 0;
+                const bool kept = k < listed && s >= threshold;
+                const unsigned int keeping = __ballot_sync(0xffffffffu, kept);
+                if (kept) {
+                    const unsigned int yx = listed_yx[warp][k];
+                    append(first + appended + __popc(keeping & lanes_below), (int)(yx >> 16), (int)(yx & 0xffffu), s);
+                }
+                appended += __popc(keeping);
             }
         } else if (found) {
-            for (int y = y0 + (int)threadIdx.y; y < y1; y += blockDim.y)
-                for (int x = x0 + (int)threadIdx.x; x < x1; x += blockDim.x) {
+            for (int y = y0; y < y1; ++y)
+                for (int x = x0 + lane; x < x1; x += 32) {
                     const unsigned char* s = level_scores + y * lv.width + x;
-                    if (survives_nms(s, lv.width, threshold)) append(y, x, __ldg(s));
+                    if (survives_nms(s, lv.width, threshold))
+                        append(first + warp_append(&rescanned[warp], 0), y, x, __ldg(s));
                 }
         }
-        __syncthreads();  // the next cell reuses the list and `appended`
+        __syncwarp();  // the next cell reuses the list
     }
 }

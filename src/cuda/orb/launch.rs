@@ -20,7 +20,7 @@ use crate::cuda::abi::orb_params::{
 use crate::cuda::abi::{Knn2, OrbRows};
 use crate::cuda::graph::wait_for_outside;
 use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
-use crate::cuda::orb::shapes::{capped, Kernels, PYRAMID_WARPS, SMOOTH_TAPS};
+use crate::cuda::orb::shapes::{capped, Kernels, CELL_WARPS, PYRAMID_WARPS, SMOOTH_TAPS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, ResidentSets};
 use crate::error::Result;
 use crate::extractor::Residency;
@@ -281,7 +281,7 @@ impl CudaOrbExtractor {
                 if band.cells.items > 0 {
                     k.cell_candidates(
                         side.fork(stream)?,
-                        capped(shapes.cell_candidates, band.cells.items, 1),
+                        capped(shapes.cell_candidates, band.cells.items, CELL_WARPS),
                         &OrbCellCandidatesParams {
                             scores: plan.scores.ptr,
                             corner_bits: plan.corner_bits.ptr,

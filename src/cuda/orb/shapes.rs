@@ -82,6 +82,9 @@ pub fn pyramid_blocks(geometry: &[LevelGeometry]) -> u32 {
 /// Warps of an `orb_pyramid` block, each resizing one run of pixels at a time.
 pub const PYRAMID_WARPS: usize = (PYRAMID_THREADS / WARP) as usize;
 
+/// Warps of an `orb_cell_candidates` block, each searching one cell at a time.
+pub const CELL_WARPS: usize = (CELL_THREADS / WARP) as usize;
+
 /// `config` with no more blocks than `items` work items keep busy at `per_block` each
 /// (a band's launch covers a part of what the plan's shapes are sized for).
 pub fn capped(config: LaunchConfig, items: usize, per_block: usize) -> LaunchConfig {
@@ -197,12 +200,11 @@ impl Shapes {
         let pyramid_blocks = (persistent(&k.pyramid, PYRAMID_THREADS)? / 2)
             .max(1)
             .min(pyramid_blocks(plan.geometry));
-        // One block of 32 x 4 threads per cell at a time (kernels/orb/detect.cu): small
-        // blocks, so that many cells of an SM overlap their phases.
+        // Blocks of 32 x 4 threads, a warp per cell at a time (kernels/orb/detect.cu).
         let cell_candidates = LaunchConfig {
             grid_dim: (
                 persistent(&k.cell_candidates, CELL_THREADS)?
-                    .min(plan.total_cells as u32)
+                    .min((plan.total_cells as u32).div_ceil(CELL_WARPS as u32))
                     .max(1),
                 1,
                 1,

@@ -14,9 +14,10 @@ use crate::cuda::abi::{
 /// Upload bytes from which a frame is cut in two. Each band pays the pyramid's chain of
 /// levels and barriers again (a latency, not work that the bands share out), so a cut
 /// pays only where the second half's upload takes longer: on an H200 two bands took
-/// 35-45 µs off a 1080p bgr8 frame (6.2 MB) and 25 off a uyvy one (4.1 MB), added 5 µs
-/// to a mono8 one (2.1 MB), and three or four bands were slower than two.
-const SPLIT_UPLOAD_BYTES: usize = 3 << 20;
+/// 35-45 µs off a 1080p bgr8 frame (6.2 MB) and 25 off a uyvy one (4.1 MB), and 25-33
+/// µs off a mono8 one (2.1 MB) on 8 SMs, whose kernels are slow beside the bus (the
+/// same within 5 µs on all SMs); three or four bands were slower than two.
+const SPLIT_UPLOAD_BYTES: usize = 3 << 19;
 
 /// The bands a frame of `upload_bytes` is uploaded and run in.
 pub fn band_count(upload_bytes: usize) -> usize {
@@ -336,11 +337,12 @@ mod tests {
     }
 
     #[test]
-    fn colour_frames_of_1080p_are_cut_in_two_and_grey_ones_are_not() {
+    fn frames_of_1080p_are_cut_in_two_and_grey_ones_of_1280x960_are_not() {
         let bytes = |bytes_per_pixel: usize| 1920 * 1080 * bytes_per_pixel;
-        assert_eq!(band_count(bytes(1)), 1);
+        assert_eq!(band_count(bytes(1)), 2);
         assert_eq!(band_count(bytes(2)), 2);
         assert_eq!(band_count(bytes(3)), 2);
+        assert_eq!(band_count(1280 * 960), 1);
         assert_eq!(band_count(640 * 480 * 4), 1);
     }
 }

@@ -420,9 +420,9 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 }
 
 // NMS survivors a warp lists per cell: all of them in cells of up to 44 x 44 pixels
-// (strict NMS keeps at most one pixel of each 2x2 block), and in practice in the
-// larger cells a level's remainder makes (up to twice the grid's cell size less one);
-// a cell with more rescans.
+// (strict NMS keeps at most one pixel of each 2x2 block). A cell with more survivors
+// (a level's remainder widens its cells up to twice the grid's cell size less one)
+// rescans its pixels.
 #define CELL_LIST 484
 // CELL_THREADS, the threads of a block (32 x CELL_WARPS), is a -D define (src/cuda/abi.rs).
 #define CELL_WARPS (CELL_THREADS / 32)

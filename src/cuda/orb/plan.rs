@@ -41,6 +41,7 @@ const PYRAMID_READ_SLACK: usize = 12;
 fn slot_pyramid_bytes(pixels: usize) -> usize {
     (pixels + PYRAMID_READ_SLACK).next_multiple_of(4)
 }
+
 /// Bytes of one descriptor.
 pub const DESCRIPTOR_BYTES: usize = DESC_WORDS * size_of::<u32>();
 

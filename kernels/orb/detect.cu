@@ -156,9 +156,11 @@ __device__ __forceinline__ void stage_tile(unsigned char (*pixels)[SCORE_PITCH],
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int left = x0 - RING_RADIUS, top = y0 - RING_RADIUS;
     if (left >= 0 && left + SPAN_READ <= width && top >= 0 && top + SCORE_SPAN_H <= height) {
-        for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS) {
-            const unsigned char* start = level + (size_t)(top + r) * width + left;
-            const unsigned int misalign = (unsigned int)((size_t)start & 3u);
+        // One pointer step per row: 64-bit index arithmetic per row cost more than the
+        // copy itself.
+        const unsigned char* start = level + (top + warp) * width + left;
+        for (int r = warp; r < SCORE_SPAN_H; r += SCORE_WARPS, start += SCORE_WARPS * width) {
+            const unsigned int misalign = (unsigned int)reinterpret_cast<size_t>(start) & 3u;
             const unsigned int* words = (const unsigned int*)(start - misalign);
             const unsigned int word = lane <= SPAN_WORDS ? words[lane] : 0u;
             const unsigned int next = __shfl_down_sync(0xffffffffu, word, 1);
@@ -209,35 +211,57 @@ __device__ __forceinline__ void smooth_rows(const unsigned char (*pixels)[SCORE_
     }
 }
 
-// Vertical pass: a thread takes one column and 8 rows of the tile (the 256 threads
-// cover its 64 x 32 pixels), reading the 7 row pairs they span once, and writes the
-// pixels inside the level.
-#define SMOOTH_COLUMN_ROWS (SCORE_TILE_H * SCORE_TILE_W / SCORE_THREADS)
-__device__ __forceinline__ void smooth_columns(const unsigned int (*row_pairs)[SCORE_TILE_W], SmoothTaps taps,
-                                               unsigned char* out, int width, int height, int x0, int y0) {
-    const int c = threadIdx.x % SCORE_TILE_W, r0 = threadIdx.x / SCORE_TILE_W * SMOOTH_COLUMN_ROWS;
-    if (x0 + c >= width) return;
-    unsigned int pairs[SMOOTH_COLUMN_ROWS / 2 + 3];
-#pragma unroll
-    for (int i = 0; i < SMOOTH_COLUMN_ROWS / 2 + 3; ++i) pairs[i] = row_pairs[r0 / 2 + i][c];
-    const int rows_inside = height - (y0 + r0);
-    unsigned char* column = out + (y0 + r0) * width + x0 + c;
-#pragma unroll
-    for (int i = 0; i < SMOOTH_COLUMN_ROWS / 2; ++i) {
-        // Row 2i: taps w0..w6 on rows 2i..2i + 6; row 2i + 1: on rows 2i + 1..2i + 7.
-        const unsigned int even = __dp2a_lo(pairs[i], taps.taps_0123,
-                                            __dp2a_hi(pairs[i + 1], taps.taps_0123,
-                                                      __dp2a_lo(pairs[i + 2], taps.taps_456,
-                                                                __dp2a_hi(pairs[i + 3], taps.taps_456, 0u))));
-        const unsigned int odd = __dp2a_lo(pairs[i], taps.taps_x012,
-                                           __dp2a_hi(pairs[i + 1], taps.taps_x012,
-                                                     __dp2a_lo(pairs[i + 2], taps.taps_3456,
-                                                               __dp2a_hi(pairs[i + 3], taps.taps_3456, 0u))));
-        if (2 * i < rows_inside) column[0] = (unsigned char)((even + (1u << 15)) >> 16);
-        column += width;
-        if (2 * i + 1 < rows_inside) column[0] = (unsigned char)((odd + (1u << 15)) >> 16);
-        column += width;
+// Vertical pass: a thread makes 4 neighbouring columns of 2 rows (the 256 threads
+// cover the 64 x 32 tile) from the 4 row pairs they span, one 16-byte load each. Each
+// sum starts at 2^15, the rounding, so byte 2 of the sum (under 2^24) is the pixel,
+// and a row's four pixels pack into one word by byte permutation: a word store where
+// the row is aligned.
+#define SMOOTH_GROUPS (SCORE_TILE_W / 4)
+static_assert(SMOOTH_GROUPS * (SCORE_TILE_H / 2) == SCORE_THREADS, "a thread per 4 columns x 2 rows");
+
+__device__ __forceinline__ unsigned int word_of(const uint4& v, int k) {
+    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+
+// Byte 2 of each of four sums, as one word (column k in byte k).
+__device__ __forceinline__ unsigned int pixel_bytes(const unsigned int* sums) {
+    return __byte_perm(__byte_perm(sums[0], sums[1], 0x0062), __byte_perm(sums[2], sums[3], 0x0062), 0x5410);
+}
+
+__device__ __forceinline__ void store_pixels(unsigned char* at, int inside, unsigned int pixels) {
+    if (inside >= 4 && (reinterpret_cast<size_t>(at) & 3u) == 0) {
+        *reinterpret_cast<unsigned int*>(at) = pixels;
+        return;
     }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if (k < inside) at[k] = (unsigned char)(pixels >> (8 * k));
+}
+
+__device__ __forceinline__ void smooth_columns(const uint4 (*row_pairs)[SCORE_TILE_W / 4], SmoothTaps taps,
+                                               unsigned char* out, int width, int height, int x0, int y0) {
+    const int group = threadIdx.x % SMOOTH_GROUPS, pair = threadIdx.x / SMOOTH_GROUPS;
+    const int x = x0 + 4 * group, y = y0 + 2 * pair;
+    if (x >= width || y >= height) return;
+    uint4 pairs[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) pairs[i] = row_pairs[pair + i][group];
+    unsigned int even[4], odd[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        // Row 2p: taps w0..w6 on rows 2p..2p + 6; row 2p + 1: on rows 2p + 1..2p + 7.
+        const unsigned int p0 = word_of(pairs[0], k), p1 = word_of(pairs[1], k);
+        const unsigned int p2 = word_of(pairs[2], k), p3 = word_of(pairs[3], k);
+        even[k] = __dp2a_lo(p0, taps.taps_0123,
+                            __dp2a_hi(p1, taps.taps_0123,
+                                      __dp2a_lo(p2, taps.taps_456, __dp2a_hi(p3, taps.taps_456, 1u << 15))));
+        odd[k] = __dp2a_lo(p0, taps.taps_x012,
+                           __dp2a_hi(p1, taps.taps_x012,
+                                     __dp2a_lo(p2, taps.taps_3456, __dp2a_hi(p3, taps.taps_3456, 1u << 15))));
+    }
+    unsigned char* row = out + y * width + x;
+    store_pixels(row, width - x, pixel_bytes(even));
+    if (y + 1 < height) store_pixels(row + width, width - x, pixel_bytes(odd));
 }
 
 // The pre-test of a warp's WARP_PIXELS pixels of the staged tile at (x0, y0): lane l
@@ -397,8 +421,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
                 p.corner_bits[levels[tile.level].corner_words + y * corner_row_words(width) + x / 32] =
                     corner_words[warp][lane];
         }
-        smooth_columns(reinterpret_cast<const unsigned int(*)[SCORE_TILE_W]>(row_pairs), taps, p.smoothed + offset,
-                       width, height, tile.x0, tile.y0);
+        smooth_columns(row_pairs, taps, p.smoothed + offset, width, height, tile.x0, tile.y0);
     }
 }
 

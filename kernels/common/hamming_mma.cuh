@@ -1,17 +1,24 @@
 // The k = 2 search of up to 32 queries against a train set on the tensor cores (sm_80
-// on): one 8-bit integer MMA (m16n8k32) per descriptor word gives 16 x 8 Hamming
-// distances, where the shuffle-and-popcount sweep of common/hamming.cuh pays 8 POPC
-// (16 a cycle an SM) per pair.
+// on), 16 x 8 Hamming distances per step, where the shuffle-and-popcount sweep of
+// common/hamming.cuh pays 8 POPC (16 a cycle an SM) per pair.
 //
+// sm_80 to sm_90: single-bit MMA (m16n8k256, AND + POPC), one instruction for a whole
+// 256-bit descriptor pair: |q ^ t| = |q & ~t| + |~q & t|, two MMAs into one
+// accumulator, exact. Lane (g, c) of a quad (g = lane / 4, c = lane % 4) holds words c
+// and c + 4 of its rows' queries and of train descriptor g (k = 32c.. and 128 + 32c..).
+// An H200 issues one m16n8k256 as fast as one 8-bit m16n8k32.
+//
+// sm_100 on, whose tensor cores have no single-bit MMA (the compiler emulates it), and
+// where the 8-bit MMA is native: one 8-bit integer MMA (m16n8k32) per descriptor word.
 // A descriptor word is split into bytes of one bit each: bits p, p + 8, p + 16, p + 24
 // as the four bytes of one register (one shift and one mask). The query side holds
 // -1 for a set bit and +1 for a clear one, the train side 1 and 0, and the accumulator
 // starts at the query's bit count |q|; then for query q and train descriptor t,
 //     |q| + sum over t's set bits of (q set ? -1 : +1) = |q| + |t| - 2 |q & t| = |q ^ t|,
 // exactly, in 32-bit integers. Which bit goes to which k index does not matter so
-// long as both sides use the same assignment: lane (g, c) of a quad (g = lane / 4,
-// c = lane % 4) holds, for word s, bits c + 8i (i = 0..3) in its first register of
-// each operand and bits c + 4 + 8i in its second.
+// long as both sides use the same assignment: lane (g, c) holds, for word s, bits
+// c + 8i (i = 0..3) in its first register of each operand and bits c + 4 + 8i in its
+// second.
 #pragma once
 
 #include "common/best2.cuh"
@@ -22,6 +29,56 @@
 #define MMA_TRAIN_TILE 8
 // Queries of one MMA's m.
 #define MMA_QUERY_TILE 16
+
+#if __CUDA_ARCH__ < 1000
+#define MMA_BINARY 1
+// uint4 query operands per lane of a query tile.
+#define MMA_FRAGMENTS 1
+static_assert(DESC_WORDS == 8, "a descriptor is the k = 256 of one single-bit MMA");
+
+// d += popc(a (16 x 256, row-major) AND b (256 x 8, column-major)), per output.
+__device__ __forceinline__ void mma_b1_and(int (&d)[4], const uint4& a, unsigned int b0, unsigned int b1) {
+    asm("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+// The query operand of query tile `tile` for `lane`: words c and c + 4 of rows g and
+// g + 8 of the tile (the MMA's a0, a1, a2, a3). `words[w * 32 + q]` is word w of query q;
+// `s` is always 0 (one fragment a lane).
+__device__ __forceinline__ uint4 query_fragment(const unsigned int* words, int tile, int s, int lane) {
+    const int g = lane >> 2, c = lane & 3, top = tile * MMA_QUERY_TILE + g;
+    return make_uint4(words[c * 32 + top], words[c * 32 + top + 8], words[(c + 4) * 32 + top],
+                      words[(c + 4) * 32 + top + 8]);
+}
+
+// The tile's query operand and its complement, held in registers over the sweep.
+struct QueryOperand {
+    uint4 bits, complement;
+};
+
+__device__ __forceinline__ QueryOperand query_operand(const uint4* fragments, const int*, int, int lane) {
+    const uint4 bits = fragments[lane];
+    return {bits, make_uint4(~bits.x, ~bits.y, ~bits.z, ~bits.w)};
+}
+
+// d: distances of rows g (d[0], d[1]) and g + 8 (d[2], d[3]) to train descriptors
+// 2c and 2c + 1 of the tile whose descriptor g is `j` (absent when not `inside`).
+__device__ __forceinline__ void tile_distances(const QueryOperand& q, const unsigned int* __restrict__ train, int j,
+                                               bool inside, int (&d)[4]) {
+    const int c = threadIdx.x & 3;
+    unsigned int low = 0u, high = 0u;
+    if (inside) {
+        low = __ldg(&train[(size_t)j * DESC_WORDS + c]);
+        high = __ldg(&train[(size_t)j * DESC_WORDS + c + 4]);
+    }
+    d[0] = d[1] = d[2] = d[3] = 0;
+    mma_b1_and(d, q.bits, ~low, ~high);
+    mma_b1_and(d, q.complement, low, high);
+}
+#else
+#define MMA_FRAGMENTS DESC_WORDS
 
 __device__ __forceinline__ unsigned int bit_bytes(unsigned int word, int p) { return (word >> p) & 0x01010101u; }
 
@@ -47,6 +104,41 @@ __device__ __forceinline__ uint4 query_fragment(const unsigned int* words, int t
     return make_uint4(sign_bytes(top, c), sign_bytes(bottom, c), sign_bytes(top, c + 4), sign_bytes(bottom, c + 4));
 }
 
+// The tile's operands, read from shared memory at each MMA rather than held (32
+// registers): orb_describe keeps to 40 registers.
+struct QueryOperand {
+    const uint4* fragments;
+    int ones_top, ones_bottom;
+};
+
+__device__ __forceinline__ QueryOperand query_operand(const uint4* fragments, const int* ones, int tile, int lane) {
+    const int top = tile * MMA_QUERY_TILE + (lane >> 2);
+    return {fragments, ones[top], ones[top + 8]};
+}
+
+// d: distances of rows g (d[0], d[1]) and g + 8 (d[2], d[3]) to train descriptors
+// 2c and 2c + 1 of the tile whose descriptor g is `j` (absent when not `inside`).
+__device__ __forceinline__ void tile_distances(const QueryOperand& q, const unsigned int* __restrict__ train, int j,
+                                               bool inside, int (&d)[4]) {
+    const int lane = threadIdx.x & 31, c = lane & 3;
+    unsigned int w[DESC_WORDS];
+    if (inside) {
+        const uint4* row = reinterpret_cast<const uint4*>(train + (size_t)j * DESC_WORDS);
+        const uint4 low = __ldg(row), high = __ldg(row + 1);
+        w[0] = low.x, w[1] = low.y, w[2] = low.z, w[3] = low.w;
+        w[4] = high.x, w[5] = high.y, w[6] = high.z, w[7] = high.w;
+    } else {
+#pragma unroll
+        for (int s = 0; s < DESC_WORDS; ++s) w[s] = 0u;
+    }
+    d[0] = d[1] = q.ones_top;
+    d[2] = d[3] = q.ones_bottom;
+#pragma unroll
+    for (int s = 0; s < DESC_WORDS; ++s)
+        mma_s8(d, q.fragments[s * 32 + lane], bit_bytes(w[s], c), bit_bytes(w[s], c + 4));
+}
+#endif
+
 // A train descriptor's nearest query as `distance << BACKWARD_QUERY_BITS | query`; all
 // ones for a row without a query (`query_bits` all ones), which never wins.
 __device__ __forceinline__ unsigned int backward_key(int distance, unsigned int query_bits) {
@@ -55,13 +147,11 @@ __device__ __forceinline__ unsigned int backward_key(int distance, unsigned int 
 
 // The nearest two train descriptors of the queries of query tile `tile` among train
 // tiles first_tile, first_tile + tile_step, ... (a warp's share of the set), the whole
-// warp working together. `fragments[s * 32 + lane]` is the tile's query operand for word s
+// warp working together. `fragments[s * 32 + lane]` is the tile's query operand s
 // (query_fragment), `ones[q]` query q's set bits, `query_bits[q]` its index for the
 // backward search (all ones: no query). Returns the Best2 of rows g and g + 8 of the
 // tile, merged over the lanes of the quad. BACKWARD: each train descriptor's nearest
 // query of the tile folded into backward_best by atomicMin, as warp_best2 does.
-// The query operand is read from shared memory at each MMA rather than held (32
-// registers): orb_describe keeps to 40 registers.
 template <bool BACKWARD>
 __device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int* ones, const unsigned int* query_bits,
                                                int tile, const unsigned int* __restrict__ train, int n_train,
@@ -69,27 +159,15 @@ __device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int
                                                Best2 (&best)[2]) {
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int top = tile * MMA_QUERY_TILE + g, bottom = top + 8;
-    const int ones_top = ones[top], ones_bottom = ones[bottom];
     const unsigned int bits_top = query_bits[top], bits_bottom = query_bits[bottom];
+    const QueryOperand query = query_operand(fragments, ones, tile, lane);
     best[0] = best2_empty();
     best[1] = best2_empty();
     for (int t = first_tile; t * MMA_TRAIN_TILE < n_train; t += tile_step) {
-        // This lane expands train descriptor t * 8 + g, column g of the MMA's b.
+        // This lane loads train descriptor t * 8 + g, column g of the MMA's b.
         const int j = t * MMA_TRAIN_TILE + g;
-        unsigned int w[DESC_WORDS];
-        if (j < n_train) {
-            const uint4* row = reinterpret_cast<const uint4*>(train + (size_t)j * DESC_WORDS);
-            const uint4 low = __ldg(row), high = __ldg(row + 1);
-            w[0] = low.x, w[1] = low.y, w[2] = low.z, w[3] = low.w;
-            w[4] = high.x, w[5] = high.y, w[6] = high.z, w[7] = high.w;
-        } else {
-#pragma unroll
-            for (int s = 0; s < DESC_WORDS; ++s) w[s] = 0u;
-        }
-        int d[4] = {ones_top, ones_top, ones_bottom, ones_bottom};
-#pragma unroll
-        for (int s = 0; s < DESC_WORDS; ++s)
-            mma_s8(d, fragments[s * 32 + lane], bit_bytes(w[s], c), bit_bytes(w[s], c + 4));
+        int d[4];
+        tile_distances(query, train, j, j < n_train, d);
         // d[0], d[2]: train column `first`, rows top and bottom; d[1], d[3]: first + 1.
         const int first = t * MMA_TRAIN_TILE + 2 * c;
         if (first + 1 >= n_train) {  // the set's last tile: columns past it offer nothing

@@ -79,13 +79,15 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP, 3) orb_descr
     __shared__ DescribeScratch scratch;
     // After the tests: descriptor word w of lane t at words[w * WARP + t], then each
     // warp's Best2 per lane (conflict-free: lane t always in bank t), then on sm_80 on
-    // the queries' MMA operands (two tiles of 16 queries, DESC_WORDS x 32 lanes each).
+    // the queries' MMA operands (two tiles of 16 queries, MMA_FRAGMENTS x 32 lanes each).
     unsigned int* words = patch;
     int3* candidates = reinterpret_cast<int3*>(patch + DESC_WORDS * WARP);
     uint4* query_fragments = reinterpret_cast<uint4*>(patch + DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP);
     static_assert((DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP) % 4 == 0, "operands on 16-byte boundaries");
-    static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP + 4 * 2 * DESC_WORDS * WARP <= PATCH_WORDS * WARP,
+#if __CUDA_ARCH__ >= 800
+    static_assert(DESC_WORDS * WARP + 3 * DESCRIBE_WARPS * WARP + 4 * 2 * MMA_FRAGMENTS * WARP <= PATCH_WORDS * WARP,
                   "scratch fits in the patch");
+#endif
 
     const int lane = threadIdx.x % WARP, wid = threadIdx.x / WARP;
     const int n = (int)__ldg(&p.kept[p.n_levels]);
@@ -176,19 +178,22 @@ extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP, 3) orb_descr
             // are the first `queries` of the group.
             const int queries = min(p.per_block, n - group);
             const int query_tiles = (queries + MMA_QUERY_TILE - 1) / MMA_QUERY_TILE;
-            for (int e = threadIdx.x; e < query_tiles * DESC_WORDS * WARP; e += blockDim.x)
-                query_fragments[e] = query_fragment(words, e / (DESC_WORDS * WARP), e / WARP % DESC_WORDS, e % WARP);
+            for (int e = threadIdx.x; e < query_tiles * MMA_FRAGMENTS * WARP; e += blockDim.x)
+                query_fragments[e] =
+                    query_fragment(words, e / (MMA_FRAGMENTS * WARP), e / WARP % MMA_FRAGMENTS, e % WARP);
             if (wid == 0) {
+#ifndef MMA_BINARY
                 int ones = 0;
 #pragma unroll
                 for (int w = 0; w < DESC_WORDS; ++w) ones += __popc(desc[w]);
                 scratch.ones[lane] = ones;
+#endif
                 scratch.query_bits[lane] = active ? (unsigned int)i : 0xffffffffu;
             }
             __syncthreads();
             for (int tile = 0; tile < query_tiles; ++tile) {
                 Best2 rows[2];
-                const uint4* fragments = query_fragments + tile * DESC_WORDS * WARP;
+                const uint4* fragments = query_fragments + tile * MMA_FRAGMENTS * WARP;
                 if (p.backward_best != nullptr)
                     tile_best2_mma<true>(fragments, scratch.ones, scratch.query_bits, tile, p.train, n_train, wid,
                                          DESCRIBE_WARPS, p.backward_best, rows);

@@ -189,12 +189,15 @@ impl Shapes {
     pub fn new(gpu: &Gpu, k: &Kernels, plan: &PlanSize<'_>) -> Result<Self> {
         let persistent = |kernel: &Kernel, threads: u32| kernel.persistent_blocks(gpu, threads);
         // Level 0 is the frame: its FAST runs on a side stream while the pyramid
-        // resizes the other levels, filling the SMs its barriers leave idle. Each of
-        // the two takes at most half the blocks the device holds, so that they share
-        // the SMs rather than one waiting for the other to leave them.
+        // resizes the other levels, filling the SMs its barriers leave idle. Neither
+        // takes every block the device holds, so that they share the SMs rather than
+        // one waiting for the other to leave them: the pyramid half of its own, level
+        // 0's FAST a third of its own (persistent blocks that stay until level 0 is
+        // scored; on an H200 a third took 10 us off a 1080p frame on 8 SMs against
+        // a half, 2 on all SMs, and two thirds or all of them were slower).
         let fast_blocks = persistent(&k.fast_score, SCORE_THREADS)?;
         let level0_tiles = score_tiles(plan.width, plan.height);
-        let level0_blocks = (fast_blocks / 2)
+        let level0_blocks = (fast_blocks / 3)
             .max(1)
             .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
         let pyramid_blocks = (persistent(&k.pyramid, PYRAMID_THREADS)? / 2)

@@ -70,8 +70,8 @@ struct DescribeScratch {
 };
 
 // Three blocks an SM (at most 40 registers): the description is latency-bound, and with
-// the MMA operands in registers (74) one block an SM made it 24 us slower on 8 SMs of an
-// H200 at 1080p, more than the tensor cores saved.
+// the 8-bit MMA's operands in registers (74) one block an SM made it 24 us slower on 8
+// SMs of an H200 at 1080p, more than the tensor cores saved.
 extern "C" __global__ void __launch_bounds__(DESCRIBE_WARPS * WARP, 3) orb_describe(const OrbDescribeParams p) {
     // PATCH_WORDS * WARP words (DESCRIBE_SHARED_BYTES in src/cuda/orb/shapes.rs): over the
     // 48 KB of static shared memory.

@@ -148,10 +148,11 @@ __device__ __forceinline__ unsigned int backward_key(int distance, unsigned int 
 // The nearest two train descriptors of the queries of query tile `tile` among train
 // tiles first_tile, first_tile + tile_step, ... (a warp's share of the set), the whole
 // warp working together. `fragments[s * 32 + lane]` is the tile's query operand s
-// (query_fragment), `ones[q]` query q's set bits, `query_bits[q]` its index for the
-// backward search (all ones: no query). Returns the Best2 of rows g and g + 8 of the
-// tile, merged over the lanes of the quad. BACKWARD: each train descriptor's nearest
-// query of the tile folded into backward_best by atomicMin, as warp_best2 does.
+// (query_fragment), `ones[q]` query q's set bits (read by the 8-bit path only; the
+// single-bit one needs no count), `query_bits[q]` its index for the backward search
+// (all ones: no query). Returns the Best2 of rows g and g + 8 of the tile, merged over
+// the lanes of the quad. BACKWARD: each train descriptor's nearest query of the tile
+// folded into backward_best by atomicMin, as warp_best2 does.
 template <bool BACKWARD>
 __device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int* ones, const unsigned int* query_bits,
                                                int tile, const unsigned int* __restrict__ train, int n_train,

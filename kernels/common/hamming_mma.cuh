@@ -2,11 +2,11 @@
 // on), 16 x 8 Hamming distances per step, where the shuffle-and-popcount sweep of
 // common/hamming.cuh pays 8 POPC (16 a cycle an SM) per pair.
 //
-// sm_80 to sm_90 (Ampere, Ada, Hopper): single-bit MMA (m16n8k256, AND + POPC), one instruction for a whole
-// 256-bit descriptor pair: |q ^ t| = |q & ~t| + |~q & t|, two MMAs into one
-// accumulator, exact. Lane (g, c) of a quad (g = lane / 4, c = lane % 4) holds words c
-// and c + 4 of its rows' queries and of train descriptor g (k = 32c.. and 128 + 32c..).
-// An H200 issues one m16n8k256 as fast as one 8-bit m16n8k32.
+// sm_80 to sm_90 (Ampere, Ada, Hopper): single-bit MMA (m16n8k256, AND + POPC), one
+// instruction for a whole 256-bit descriptor pair: |q ^ t| = |q & ~t| + |~q & t|, two
+// MMAs into one accumulator, exact. Lane (g, c) of a quad (g = lane / 4, c = lane % 4)
+// holds words c and c + 4 of its rows' queries and of train descriptor g (k = 32c..
+// and 128 + 32c..). An H200 issues one m16n8k256 as fast as one 8-bit m16n8k32.
 //
 // sm_100 on, whose tensor cores have no single-bit MMA (the compiler emulates it), and
 // where the 8-bit MMA is native: one 8-bit integer MMA (m16n8k32) per descriptor word.

@@ -4,6 +4,7 @@
 // (docs/orb-reference.md sections 2-4, 7).
 #include "common/levels.cuh"
 #include "common/orb_params.cuh"
+#include "common/pixel_words.cuh"
 #include "common/warp_append.cuh"
 
 #define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
@@ -226,16 +227,6 @@ __device__ __forceinline__ unsigned int word_of(const uint4& v, int k) {
 // Byte 2 of each of four sums, as one word (column k in byte k).
 __device__ __forceinline__ unsigned int pixel_bytes(const unsigned int* sums) {
     return __byte_perm(__byte_perm(sums[0], sums[1], 0x0062), __byte_perm(sums[2], sums[3], 0x0062), 0x5410);
-}
-
-__device__ __forceinline__ void store_pixels(unsigned char* at, int inside, unsigned int pixels) {
-    if (inside >= 4 && (reinterpret_cast<size_t>(at) & 3u) == 0) {
-        *reinterpret_cast<unsigned int*>(at) = pixels;
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-        if (k < inside) at[k] = (unsigned char)(pixels >> (8 * k));
 }
 
 __device__ __forceinline__ void smooth_columns(const uint4 (*row_pairs)[SCORE_TILE_W / 4], SmoothTaps taps,

@@ -15,6 +15,7 @@
 #include "common/levels.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/orb_params.cuh"
+#include "common/pixel_words.cuh"
 
 // Fixed-point bilinear tap: destination coordinate -> (source index, weight of the
 // second source pixel out of 256). Built on the host (src/spec/pyramid.rs); mirrored
@@ -72,7 +73,7 @@ __device__ __forceinline__ unsigned int blend_window(uint2 top, uint2 bottom, in
 
 // RESIZE_RUN (pixels of a row one warp resizes at a time) and PYRAMID_THREADS come from
 // the host as -D defines (src/cuda/abi.rs), which sizes the grid to level 1's runs.
-#define RUN_LANE_PIXELS 4
+#define RUN_LANE_PIXELS 4  // a word of pixels (common/pixel_words.cuh)
 static_assert(RESIZE_RUN == 32 * RUN_LANE_PIXELS, "a lane resizes four neighbouring pixels of the run");
 
 // At most 40 registers (6 blocks of 256 threads per SM): a lane holds its four pixels'
@@ -137,15 +138,7 @@ extern "C" __global__ void __launch_bounds__(PYRAMID_THREADS, 6) orb_pyramid(con
                         word |= blend(top[tx.src], top[x1], bottom[tx.src], bottom[x1], tx, ty) << (8 * k);
                     }
                 }
-                // One word store where the row's pixels x.. are word-aligned (the same for
-                // every lane of the run), else byte by byte.
-                if (x + RUN_LANE_PIXELS <= next.width && ((size_t)(out + x) & 3u) == 0) {
-                    *reinterpret_cast<unsigned int*>(out + x) = word;
-                } else {
-#pragma unroll
-                    for (int k = 0; k < RUN_LANE_PIXELS; ++k)
-                        if (x + k < next.width) out[x + k] = (unsigned char)(word >> (8 * k));
-                }
+                store_pixels(out + x, next.width - x, word);
             }
             y += step_rows;
             row_run += step_runs;

@@ -49,6 +49,7 @@ macro_rules! kernel_file {
 pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/abi.cuh"),
     kernel_file!("common/levels.cuh"),
+    kernel_file!("common/pixel_words.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
     kernel_file!("common/best2.cuh"),

@@ -47,7 +47,8 @@ ABI_OFFSET(LevelsJob, radius, 64);
 ABI_OFFSET(LevelsJob, gauss_out, 80);
 ABI_OFFSET(LevelsJob, dog_out, 96);
 
-// One level of a small octave blurred from the level below (kernels/sift/small_octaves.cu).
+// One level of a small octave blurred from the level below (kernels/sift/small_octaves.cu),
+// made by the block that makes the octaves' chain (levels 1..n) or their tail (n+1, n+2).
 struct BlurJob {
     int source;
     int src_offset;              // first float of the source plane (plane sources)
@@ -57,8 +58,10 @@ struct BlurJob {
     int dog_out;                 // first float of the DoG plane (output - input), -1: none
     int taps;                    // first tap of the kernel in the tap table
     int radius;
+    int publishes;               // chain block: 1 when the tail block reads this level
+    int wait_for;                // tail block: chain levels published before its source
 };
-ABI_SIZE(BlurJob, 40);
+ABI_SIZE(BlurJob, 48);
 ABI_OFFSET(BlurJob, source, 0);
 ABI_OFFSET(BlurJob, src_offset, 4);
 ABI_OFFSET(BlurJob, src_width, 8);
@@ -69,6 +72,8 @@ ABI_OFFSET(BlurJob, gauss_out, 24);
 ABI_OFFSET(BlurJob, dog_out, 28);
 ABI_OFFSET(BlurJob, taps, 32);
 ABI_OFFSET(BlurJob, radius, 36);
+ABI_OFFSET(BlurJob, publishes, 40);
+ABI_OFFSET(BlurJob, wait_for, 44);
 
 // Calls body(minor, major) for every item of a minor_count x major_count grid, the
 // block's threads blockDim.x items apart, consecutive threads on consecutive minors,

@@ -20,14 +20,19 @@ ABI_OFFSET(SiftOctave, dog, 12);
 struct SiftCounters {
     unsigned int candidates, extrema, keypoints, duplicates;
     unsigned int orientation_queue, describe_queue;  // work queues (common/block_queue.cuh)
+    // sift_small_octaves: the block that starts first takes the chain (small_roles), and
+    // counts the chain levels the other block may read (small_published).
+    unsigned int small_roles, small_published;
 };
-ABI_SIZE(SiftCounters, 24);
+ABI_SIZE(SiftCounters, 32);
 ABI_OFFSET(SiftCounters, candidates, 0);
 ABI_OFFSET(SiftCounters, extrema, 4);
 ABI_OFFSET(SiftCounters, keypoints, 8);
 ABI_OFFSET(SiftCounters, duplicates, 12);
 ABI_OFFSET(SiftCounters, orientation_queue, 16);
 ABI_OFFSET(SiftCounters, describe_queue, 20);
+ABI_OFFSET(SiftCounters, small_roles, 24);
+ABI_OFFSET(SiftCounters, small_published, 28);
 
 // SIFT_MAX_OCTAVES, the octaves a table may hold, is a -D define (src/cuda/abi.rs).
 // OpenCV's SIFT_IMG_BORDER: no candidate this close to an octave's border.

@@ -41,23 +41,25 @@ struct SiftSmallOctavesParams {
     const BlurJob* jobs;
     float* pyramid;
     const float* taps;
+    SiftCounters* counters;
     int n_jobs;
+    int n_chain_jobs;  // jobs [0, n_chain_jobs): the chain; the rest: the tail
     int max_width;
     int max_height;
     int pad;
     int n_taps;
-    int padding;
 };
-ABI_SIZE(SiftSmallOctavesParams, 48);
+ABI_SIZE(SiftSmallOctavesParams, 56);
 ABI_OFFSET(SiftSmallOctavesParams, jobs, 0);
 ABI_OFFSET(SiftSmallOctavesParams, pyramid, 8);
 ABI_OFFSET(SiftSmallOctavesParams, taps, 16);
-ABI_OFFSET(SiftSmallOctavesParams, n_jobs, 24);
-ABI_OFFSET(SiftSmallOctavesParams, max_width, 28);
-ABI_OFFSET(SiftSmallOctavesParams, max_height, 32);
-ABI_OFFSET(SiftSmallOctavesParams, pad, 36);
-ABI_OFFSET(SiftSmallOctavesParams, n_taps, 40);
-ABI_OFFSET(SiftSmallOctavesParams, padding, 44);
+ABI_OFFSET(SiftSmallOctavesParams, counters, 24);
+ABI_OFFSET(SiftSmallOctavesParams, n_jobs, 32);
+ABI_OFFSET(SiftSmallOctavesParams, n_chain_jobs, 36);
+ABI_OFFSET(SiftSmallOctavesParams, max_width, 40);
+ABI_OFFSET(SiftSmallOctavesParams, max_height, 44);
+ABI_OFFSET(SiftSmallOctavesParams, pad, 48);
+ABI_OFFSET(SiftSmallOctavesParams, n_taps, 52);
 
 // Candidates of sift_extrema: integer position and packed octave and layer.
 struct SiftCandidateArrays {

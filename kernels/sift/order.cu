@@ -4,15 +4,18 @@
 // (ties in (x, y, size, angle) order), as the CPU reference's stable sorts give.
 //
 // Ranks are counted, not sorted: block (ti, tj) of `sift_rank_keys` compares keypoint
-// tile ti with tile tj in shared memory and adds its counts with integer atomics, so
-// the result is exact and independent of scheduling. Duplicates are rare (two
+// tile ti (a keypoint a thread) with slice tj (RANK_SLICE keypoints in shared memory)
+// and adds its counts with integer atomics, so the result is exact and independent of
+// scheduling. Duplicates are rare (two
 // candidates refined to one point): the block whose count first marks a keypoint as
 // a duplicate lists it, and `sift_place` subtracts the few listed ones below a
 // keypoint from its rank. Two launches without a budget, three with one.
 #include "common/sift_params.cuh"
 #include "common/warp_append.cuh"
 
-// RANK_TILE, a block's threads and shared tile, is a -D define (src/cuda/abi.rs).
+// RANK_TILE (a block's threads) and RANK_SLICE (its shared tile) are -D defines
+// (src/cuda/abi.rs).
+static_assert(RANK_SLICE <= RANK_TILE, "a block's threads load its slice");
 
 // (x, y) and (size, angle) as two integers that order like the floats: every
 // component is non-negative, and non-negative floats order like their bits.
@@ -44,23 +47,23 @@ __device__ __forceinline__ int keypoints_in(const SiftCounters* counters, int ca
 // less[i] += #{j : key_j < key_i}, equal_before[i] += #{j < i : key_j == key_i};
 // every i with an equal key at a lower index is listed once in `duplicates`.
 extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_keys(const SiftRankKeysParams p) {
-    __shared__ SortKey tile[RANK_TILE];
+    __shared__ SortKey tile[RANK_SLICE];
     const int n = keypoints_in(p.counters, p.capacity);
-    const int tiles = (n + RANK_TILE - 1) / RANK_TILE;
-    for (int pair = blockIdx.x; pair < tiles * tiles; pair += gridDim.x) {
-        const int ti = pair / tiles, tj = pair - ti * tiles;
-        const int j = tj * RANK_TILE + threadIdx.x;
-        if (j < n) tile[threadIdx.x] = sort_key(p.keypoints, j);
+    const int tiles = (n + RANK_TILE - 1) / RANK_TILE, slices = (n + RANK_SLICE - 1) / RANK_SLICE;
+    for (int pair = blockIdx.x; pair < tiles * slices; pair += gridDim.x) {
+        const int ti = pair / slices, tj = pair - ti * slices;
+        const int j = tj * RANK_SLICE + threadIdx.x;
+        if (threadIdx.x < RANK_SLICE && j < n) tile[threadIdx.x] = sort_key(p.keypoints, j);
         __syncthreads();
         const int i = ti * RANK_TILE + threadIdx.x;
         if (i < n) {
             const SortKey mine = sort_key(p.keypoints, i);
-            const int count = min(RANK_TILE, n - tj * RANK_TILE);
+            const int count = min(RANK_SLICE, n - tj * RANK_SLICE);
             unsigned int smaller = 0, equal = 0;
             for (int k = 0; k < count; ++k) {
                 SortKey other = tile[k];
                 smaller += key_less(other, mine);
-                equal += key_equal(other, mine) && tj * RANK_TILE + k < i;
+                equal += key_equal(other, mine) && tj * RANK_SLICE + k < i;
             }
             if (smaller) atomicAdd(p.ranks.less + i, smaller);
             // Exactly one block sees the count leave 0.
@@ -75,17 +78,17 @@ extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_keys(const Sif
 // stronger = higher response, or equal response and a smaller key (an earlier place
 // in (x, y, size, angle) order).
 extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_responses(const SiftRankResponsesParams p) {
-    __shared__ SortKey tile_key[RANK_TILE];
-    __shared__ float tile_response[RANK_TILE];
-    __shared__ bool tile_kept[RANK_TILE];
+    __shared__ SortKey tile_key[RANK_SLICE];
+    __shared__ float tile_response[RANK_SLICE];
+    __shared__ bool tile_kept[RANK_SLICE];
     const int n = keypoints_in(p.counters, p.capacity);
     const int unique = n - (int)__ldg(&p.counters->duplicates);
     if (p.max_features <= 0 || unique <= p.max_features) return;
-    const int tiles = (n + RANK_TILE - 1) / RANK_TILE;
-    for (int pair = blockIdx.x; pair < tiles * tiles; pair += gridDim.x) {
-        const int ti = pair / tiles, tj = pair - ti * tiles;
-        const int j = tj * RANK_TILE + threadIdx.x;
-        if (j < n) {
+    const int tiles = (n + RANK_TILE - 1) / RANK_TILE, slices = (n + RANK_SLICE - 1) / RANK_SLICE;
+    for (int pair = blockIdx.x; pair < tiles * slices; pair += gridDim.x) {
+        const int ti = pair / slices, tj = pair - ti * slices;
+        const int j = tj * RANK_SLICE + threadIdx.x;
+        if (threadIdx.x < RANK_SLICE && j < n) {
             tile_key[threadIdx.x] = sort_key(p.keypoints, j);
             tile_response[threadIdx.x] = __ldg(&p.keypoints.response[j]);
             tile_kept[threadIdx.x] = __ldg(&p.ranks.equal_before[j]) == 0;
@@ -95,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(RANK_TILE) sift_rank_responses(cons
         if (i < n && __ldg(&p.ranks.equal_before[i]) == 0) {
             const float r = __ldg(&p.keypoints.response[i]);
             const SortKey mine = sort_key(p.keypoints, i);
-            const int count = min(RANK_TILE, n - tj * RANK_TILE);
+            const int count = min(RANK_SLICE, n - tj * RANK_SLICE);
             unsigned int above = 0;
             for (int k = 0; k < count; ++k) {
                 float other = tile_response[k];

@@ -1,18 +1,20 @@
-// The small octaves of the scale space in one block (docs/sift-reference.md section 1).
+// The small octaves of the scale space in two blocks (docs/sift-reference.md section 1).
 //
 // From the first octave of at most ~2000 pixels (60x33 at 1080p) to the last, a level
 // is too small to spread over the GPU: as tiled launches (kernels/sift/pyramid.cu)
 // each octave is two dependent launches of one to a few tiles whose time is latency.
-// Here one block makes them all, level after level, with the current level kept in
-// shared memory; it runs on a side branch of the frame's graph, beside the bigger
-// octaves' last levels.
+// Here two blocks make them all, level after level, with the current level kept in
+// shared memory: one the chain that each next octave starts from (levels 1..n), the
+// other the levels above n, which nothing after them waits on; they run on a side
+// branch of the frame's graph, beside the bigger octaves' last levels.
 //
-// The jobs (`BlurJob`) are these octaves' levels, octave after octave, level after
-// level: level 1 of an octave reads every second pixel of level n of the octave before
-// (from global memory, where this block or the tiled launches wrote it), every later
-// level the level just made, blurred from it as the CPU reference does. Each job writes
-// its Gaussian (when stored) and its DoG; the passes are pyramid.cu's (columns first,
-// taps left to right with the same roundings, `add_tap`).
+// The jobs (`BlurJob`) are these octaves' levels: the chain's, octave after octave, then
+// the tail's. Level 1 of an octave reads every second pixel of level n of the octave
+// before (from global memory, where the chain block or the tiled launches wrote it),
+// level n + 1 reads level n from global memory once the chain block has published it,
+// every other level the level just made, blurred from it as the CPU reference does.
+// Each job writes its Gaussian (when stored) and its DoG; the passes are pyramid.cu's
+// (columns first, taps left to right with the same roundings, `add_tap`).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 #include "common/sift_params.cuh"
@@ -110,15 +112,38 @@ __device__ __forceinline__ void blur_level_exact(const SmallLayout& s, const Blu
         blur_level_exact<R - 1>(s, job, taps, pyramid);
 }
 
+// The chain block's hand-over of a level to the tail block: every thread's stores made
+// visible device-wide, then the count of published chain levels raised.
+__device__ __forceinline__ void publish_level(unsigned int* published) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(published, 1u);
+}
+
+// The tail block's wait for the chain block's first `count` published levels.
+__device__ __forceinline__ void wait_for_levels(const unsigned int* published, int count) {
+    if (threadIdx.x == 0)
+        while (*(volatile const unsigned int*)published < (unsigned int)count) __nanosleep(64);
+    __threadfence();
+    __syncthreads();
+}
+
 // Dynamic shared memory: the host's `small_octave_shared_bytes` for the sizes of `p`
-// (taps, jobs, level, columns).
+// (taps, jobs, level, columns). Two blocks: the one that starts first makes the chain
+// (jobs [0, n_chain_jobs): levels 1..n of every octave, each octave's base from the
+// octave before), the other the tail (levels n+1 and n+2 of every octave, each from
+// level n as the chain publishes it). Roles go by start, not by block index, so the
+// tail never waits on a block that has not started.
 extern "C" __global__ void __launch_bounds__(SMALL_THREADS, 1)
     sift_small_octaves(const SiftSmallOctavesParams p) {
-    const BlurJob* jobs = p.jobs;
-    const int n_jobs = p.n_jobs, max_width = p.max_width, max_height = p.max_height, pad = p.pad,
-              n_taps = p.n_taps;
+    const int max_width = p.max_width, max_height = p.max_height, pad = p.pad, n_taps = p.n_taps;
     float* pyramid = p.pyramid;
     extern __shared__ float shared[];
+    // No static shared memory: the dynamic may take the whole of the block's.
+    const bool chain =
+        __syncthreads_or(threadIdx.x == 0 && atomicAdd(&p.counters->small_roles, 1u) == 0) != 0;
+    const int first = chain ? 0 : p.n_chain_jobs, n_jobs = (chain ? p.n_chain_jobs : p.n_jobs) - first;
+    const BlurJob* jobs = p.jobs + first;
     float* shared_taps = shared;
     BlurJob* shared_jobs = (BlurJob*)(shared + round_up_run(n_taps));
     for (int i = threadIdx.x; i < n_taps; i += blockDim.x) shared_taps[i] = __ldg(p.taps + i);
@@ -129,24 +154,31 @@ extern "C" __global__ void __launch_bounds__(SMALL_THREADS, 1)
     s.pad = pad;
     s.level_stride = round_up_run(max_width) | 1;
     s.cols_stride = (round_up_run(max_width) + 2 * pad) | 1;
-    s.level = (float*)(shared_jobs + n_jobs);
+    s.level = (float*)(shared_jobs + p.n_jobs);
     s.cols = s.level + (round_up_run(max_height) + 2 * pad) * s.level_stride;
     __syncthreads();
+    int held = -1;  // the level in shared memory (its offset in the pyramid), or none
     for (int j = 0; j < n_jobs; ++j) {
         const BlurJob& job = shared_jobs[j];
-        if (job.source == SOURCE_PLANE_HALVED) {
-            // An octave's first level: its base is every second pixel of level n of
-            // the octave before, in global memory (written before this kernel, or by
-            // this block before the last barrier); its reflected rows too.
+        if (job.source == SOURCE_PLANE_HALVED || job.src_offset != held) {
+            // The job's source from global memory, its reflected rows too: an octave's
+            // base (every second pixel of level n of the octave before, written before
+            // this kernel or by the chain block), or, in the tail, level n of the octave.
+            if (job.wait_for > 0) wait_for_levels(&p.counters->small_published, job.wait_for);
+            const int step = job.source == SOURCE_PLANE_HALVED ? 2 : 1;
             const float* src = pyramid + job.src_offset;
             const int run_width = round_up_run(job.width);
             for_each_item(run_width, round_up_run(job.height) + 2 * s.pad, [&](int x, int row) {
                 const int sy = reflect101_repeated(row - s.pad, job.height);
                 const int sx = reflect101_repeated(x, job.width);
-                s.level[row * s.level_stride + x] = src[(2 * sy) * job.src_width + 2 * sx];
+                const float* at = src + (step * sy) * job.src_width + step * sx;
+                // The chain block's levels bypass this SM's L1, which may hold older lines.
+                s.level[row * s.level_stride + x] = chain ? *at : __ldcg(at);
             });
             __syncthreads();
         }
         blur_level_exact<SMALL_MAX_RADIUS>(s, job, shared_taps + job.taps + job.radius, pyramid);
+        held = job.gauss_out;
+        if (job.publishes) publish_level(&p.counters->small_published);
     }
 }

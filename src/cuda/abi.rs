@@ -158,15 +158,19 @@ pub const BLUR_MAX_RADIUS: usize = 32;
 pub const STEP_RADIUS: usize = 24;
 /// Levels one `LevelsJob` makes from one load of its source, the source included.
 pub const MAX_STEP_LEVELS: usize = 4;
-/// Threads of the one `sift_small_octaves` block.
+/// Threads of each `sift_small_octaves` block.
 pub const SMALL_THREADS: u32 = 1024;
 /// Outputs per thread and pass of `sift_small_octaves`.
 pub const SMALL_RUN: usize = 4;
 /// The widest Gaussian `sift_small_octaves` blurs with: the host sends octaves there
 /// only when every level's radius is at most this.
 pub const SMALL_MAX_RADIUS: usize = 16;
-/// Threads of a `sift_rank_keys` / `sift_rank_responses` block, and its shared tile.
+/// Threads of a `sift_rank_keys` / `sift_rank_responses` block: the keypoints it ranks.
 pub const RANK_TILE: u32 = 256;
+/// The keypoints a block compares them with (its shared tile): a fraction of
+/// `RANK_TILE`, so that a frame's few thousand keypoints make enough blocks for every SM
+/// and each thread's loop is short.
+pub const RANK_SLICE: u32 = 32;
 /// Bins of a keypoint's orientation histogram.
 pub const ORIENTATION_BINS: usize = 36;
 /// The descriptor's spatial bins a side and orientation bins (`spec::sift_descriptor`).
@@ -199,6 +203,7 @@ pub const SIFT_DEFINES: &[Define] = &[
     define!(SMALL_RUN),
     define!(SMALL_MAX_RADIUS),
     define!(RANK_TILE),
+    define!(RANK_SLICE),
     define!(ORIENTATION_BINS),
     define!(DESCRIPTOR_SPATIAL_BINS),
     define!(DESCRIPTOR_ORIENTATION_BINS),
@@ -327,6 +332,11 @@ pub struct BlurJob {
     pub dog_out: i32,
     pub taps: i32,
     pub radius: i32,
+    /// A chain level the tail block reads: the chain block publishes it when made.
+    pub publishes: i32,
+    /// A tail level whose source is a chain level: how many chain levels the chain
+    /// block has published before the tail block may read it.
+    pub wait_for: i32,
 }
 
 /// The SIFT pipeline's counters, zeroed each frame (`SiftCounters`,
@@ -342,6 +352,10 @@ pub struct SiftCounters {
     /// The work queues of `sift_orientation` and `sift_describe`.
     pub orientation_queue: u32,
     pub describe_queue: u32,
+    /// `sift_small_octaves`: the block that starts first takes the chain, and counts
+    /// the chain levels published to the other block.
+    pub small_roles: u32,
+    pub small_published: u32,
 }
 
 #[cfg(test)]
@@ -390,6 +404,8 @@ mod tests {
                 duplicates,
                 orientation_queue,
                 describe_queue,
+                small_roles,
+                small_published,
             }),
             layout!(BlurJob {
                 source,
@@ -402,6 +418,8 @@ mod tests {
                 dog_out,
                 taps,
                 radius,
+                publishes,
+                wait_for,
             }),
             layout!(LevelsJob {
                 source,

@@ -64,20 +64,22 @@ pub struct SiftTiledParams {
     pub padding: i32,
 }
 
-/// `sift_small_octaves`: its `n_jobs` levels, the largest `max_width` x `max_height`
-/// with radii up to `pad`, and the tap table of `n_taps` floats.
+/// `sift_small_octaves`: its `n_jobs` levels (the first `n_chain_jobs` the chain
+/// block's, the rest the tail block's), the largest `max_width` x `max_height` with
+/// radii up to `pad`, and the tap table of `n_taps` floats.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SiftSmallOctavesParams {
     pub jobs: CUdeviceptr,
     pub pyramid: CUdeviceptr,
     pub taps: CUdeviceptr,
+    pub counters: CUdeviceptr,
     pub n_jobs: i32,
+    pub n_chain_jobs: i32,
     pub max_width: i32,
     pub max_height: i32,
     pub pad: i32,
     pub n_taps: i32,
-    pub padding: i32,
 }
 
 /// `sift_extrema`: octaves `octave_begin..octave_end` of the table.
@@ -222,12 +224,13 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             jobs,
             pyramid,
             taps,
+            counters,
             n_jobs,
+            n_chain_jobs,
             max_width,
             max_height,
             pad,
             n_taps,
-            padding,
         }),
         layout!(SiftCandidateArrays { x, y, octave_layer }),
         layout!(SiftExtremumArrays {

@@ -265,20 +265,21 @@ pub fn enqueue(
                 branches.tails.close()?;
             }
             stage_launches(stream, &stage.chain)?;
-            // The small octaves start from the level this stage made, and run in one
-            // block beside the rest of the blur; the frame's stream waits for them
+            // The small octaves start from the level this stage made, and run in two
+            // blocks beside the rest of the blur; the frame's stream waits for them
             // before the extrema.
             if let Some(small) = plan.small_octaves.filter(|small| small.after_stage == s) {
                 let params = SiftSmallOctavesParams {
                     jobs: plan.small_jobs.ptr,
                     pyramid,
                     taps: plan.taps.ptr,
+                    counters,
                     n_jobs: small.n_jobs,
+                    n_chain_jobs: small.n_chain_jobs,
                     max_width: small.max_width,
                     max_height: small.max_height,
                     pad: small.pad,
                     n_taps: small.n_taps,
-                    padding: 0,
                 };
                 let side = branches.small.fork(stream)?;
                 k.small_octaves(side, k.small_octaves_config(small.shared_bytes), &params)?;

@@ -51,11 +51,14 @@ pub struct DeviceLimits {
     pub shared_per_block: usize,
 }
 
-/// The octaves made by `sift_small_octaves` in one block: the `n_jobs` jobs of
-/// [`Plan::small_jobs`], in order, on a side branch of the frame's graph.
+/// The octaves made by `sift_small_octaves` in two blocks, on a side branch of the
+/// frame's graph: the `n_jobs` jobs of [`Plan::small_jobs`], the first `n_chain_jobs`
+/// (levels 1..n of every octave) by one block in order, the rest (levels n+1, n+2) by
+/// the other.
 #[derive(Clone, Copy, Debug)]
 pub struct SmallOctaves {
     pub n_jobs: i32,
+    pub n_chain_jobs: i32,
     /// Index of the first of them in the octave table.
     pub first_octave: i32,
     /// The first (largest) of them, and the widest radius of their levels.
@@ -721,7 +724,7 @@ fn blur_schedule(
             tail: part_launches(&mut jobs, tail)?,
         });
     }
-    let small_jobs = small_octave_jobs(octaves, taps, n, frame, first_small)?;
+    let (small_jobs, n_chain_jobs) = small_octave_jobs(octaves, taps, n, frame, first_small)?;
     let small_octaves = match (octaves.get(first_small), base_stage) {
         (Some(largest), Some(after_stage)) if !small_jobs.is_empty() => {
             // Every octave has a level of every layer: the widest layer is the pad.
@@ -730,6 +733,7 @@ fn blur_schedule(
             let n_taps = taps.values.len();
             Some(SmallOctaves {
                 n_jobs: to_i32(small_jobs.len(), "jobs")?,
+                n_chain_jobs: to_i32(n_chain_jobs, "jobs")?,
                 first_octave: to_i32(first_small, "octave")?,
                 max_width: largest.width,
                 max_height: largest.height,
@@ -776,52 +780,73 @@ fn job_launch(jobs: &mut Vec<LevelsJob>, launch_jobs: Vec<LevelsJob>) -> Result<
     }))
 }
 
-/// The levels of the octaves from `first_small` on, octave after octave, each blurred
-/// from the level below as the CPU reference does (level 1 from the octave's base).
+/// The levels of the octaves from `first_small` on, each blurred from the level below
+/// with its layer's kernel, and how many of them are the chain: levels 1..n of every
+/// octave, octave after octave (each octave's base is level n of the one before), then
+/// the tail: levels n+1 and n+2 of every octave, the first of each from level n, which
+/// the chain block publishes when made.
 fn small_octave_jobs(
     octaves: &[SiftOctave],
     taps: &Taps,
     n: usize,
     frame: FrameSource,
     first_small: usize,
-) -> Result<Vec<BlurJob>> {
+) -> Result<(Vec<BlurJob>, usize)> {
     let levels = n + 3;
-    let mut jobs = Vec::new();
-    for o in first_small..octaves.len() {
+    let job = |o: usize, level: usize| -> Result<BlurJob> {
         let oct = &octaves[o];
         let plane = oct.width * oct.height;
-        for level in 1..levels {
-            let (source, src_offset, src_width, src_height) = if level == 1 {
-                octave_base(octaves, o, n, frame)?
+        let (source, src_offset, src_width, src_height) = if level == 1 {
+            octave_base(octaves, o, n, frame)?
+        } else {
+            (
+                SOURCE_PLANE,
+                oct.gauss + (level as i32 - 1) * plane,
+                oct.width,
+                oct.height,
+            )
+        };
+        let (tap, radius) = taps.layers[level - 1];
+        Ok(BlurJob {
+            source,
+            src_offset,
+            src_width,
+            src_height,
+            width: oct.width,
+            height: oct.height,
+            // The last level only feeds the last DoG.
+            gauss_out: if level + 1 < levels {
+                oct.gauss + level as i32 * plane
             } else {
-                (
-                    SOURCE_PLANE,
-                    oct.gauss + (level as i32 - 1) * plane,
-                    oct.width,
-                    oct.height,
-                )
-            };
-            let (tap, radius) = taps.layers[level - 1];
+                -1
+            },
+            dog_out: oct.dog + (level as i32 - 1) * plane,
+            taps: to_i32(tap, "taps")?,
+            radius: to_i32(radius, "taps")?,
+            publishes: 0,
+            wait_for: 0,
+        })
+    };
+    let small = first_small..octaves.len();
+    let mut jobs = Vec::new();
+    for o in small.clone() {
+        for level in 1..=n {
             jobs.push(BlurJob {
-                source,
-                src_offset,
-                src_width,
-                src_height,
-                width: oct.width,
-                height: oct.height,
-                // The last level only feeds the last DoG.
-                gauss_out: if level + 1 < levels {
-                    oct.gauss + level as i32 * plane
-                } else {
-                    -1
-                },
-                dog_out: oct.dog + (level as i32 - 1) * plane,
-                taps: to_i32(tap, "taps")?,
-                radius: to_i32(radius, "taps")?,
+                publishes: i32::from(level == n),
+                ..job(o, level)?
             });
         }
     }
-    Ok(jobs)
+    let n_chain = jobs.len();
+    for (published, o) in (1..).zip(small) {
+        for level in n + 1..levels {
+            jobs.push(BlurJob {
+                wait_for: if level == n + 1 { published } else { 0 },
+                ..job(o, level)?
+            });
+        }
+    }
+    Ok((jobs, n_chain))
 }
 
 #[cfg(test)]
@@ -856,8 +881,9 @@ mod tests {
 
     /// Every level a job stores or blurs from is made once, before the launch reading
     /// it; every DoG plane is written once; layers 1..n of every octave are stored;
-    /// every stage's tiles are its jobs' tiles; the small octaves' block starts after the
-    /// stage making its first source and makes its levels in order.
+    /// every stage's tiles are its jobs' tiles; the small octaves' blocks start after the
+    /// stage making their first source, and each makes its levels in order, the tail's
+    /// from the levels the chain publishes.
     #[test]
     fn the_blur_schedule_respects_the_level_order() {
         const H200_SHARED: usize = 227 * 1024;
@@ -990,25 +1016,43 @@ mod tests {
                     Some(&small.after_stage)
                 );
                 assert!(!made_by_tail.contains(&small_jobs[0].src_offset), "{case}");
-                let mut previous: Option<&BlurJob> = None;
-                for job in &small_jobs {
-                    assert!(job.radius <= small.pad, "{case}");
-                    match job.source {
-                        // An octave's first level reads a level made before.
-                        SOURCE_PLANE_HALVED => {
-                            assert!(made_at.contains_key(&job.src_offset), "{case}")
+                // Each block makes its jobs in order: the chain (which publishes level n
+                // of every octave), then, beside it, the tail.
+                let (chain, tail) = small_jobs.split_at(small.n_chain_jobs as usize);
+                let published: Vec<i32> = chain
+                    .iter()
+                    .filter(|job| job.publishes != 0)
+                    .map(|job| job.gauss_out)
+                    .collect();
+                assert_eq!(published.len(), octaves.len() - first_small, "{case}");
+                assert_eq!(tail.len(), 2 * published.len(), "{case}");
+                for (block, is_tail) in [(chain, false), (tail, true)] {
+                    let mut previous: Option<&BlurJob> = None;
+                    for job in block {
+                        assert!(job.radius <= small.pad, "{case}");
+                        assert!(!is_tail || job.publishes == 0, "{case}");
+                        if job.source == SOURCE_PLANE_HALVED {
+                            // An octave's first level reads a level made before.
+                            assert!(!is_tail && job.wait_for == 0, "{case}");
+                            assert!(made_at.contains_key(&job.src_offset), "{case}");
+                        } else if Some(job.src_offset) == previous.map(|p| p.gauss_out) {
+                            // The level the job before it made, in shared memory.
+                            assert_eq!(job.wait_for, 0, "{case}");
+                        } else {
+                            // The tail's level n + 1: level n, once the chain published it.
+                            assert!(is_tail && job.wait_for > 0, "{case}");
+                            let waited = published[job.wait_for as usize - 1];
+                            assert_eq!(job.src_offset, waited, "{case}");
                         }
-                        // Any other, the level the job before it made.
-                        _ => assert_eq!(Some(job.src_offset), previous.map(|p| p.gauss_out)),
+                        if job.gauss_out >= 0 {
+                            assert!(
+                                made_at.insert(job.gauss_out, usize::MAX).is_none(),
+                                "{case}"
+                            );
+                        }
+                        assert!(dogs.insert(job.dog_out), "{case}");
+                        previous = Some(job);
                     }
-                    if job.gauss_out >= 0 {
-                        assert!(
-                            made_at.insert(job.gauss_out, usize::MAX).is_none(),
-                            "{case}"
-                        );
-                    }
-                    assert!(dogs.insert(job.dog_out), "{case}");
-                    previous = Some(job);
                 }
             } else {
                 assert!(small_jobs.is_empty(), "{case}");
@@ -1162,7 +1206,7 @@ mod tests {
         };
         (
             4 * (2 * layers - 1) * planes,
-            width * height + 4 * (6 + 3 * c + 17 * k + o),
+            width * height + 4 * (8 + 3 * c + 17 * k + o),
             width * height + 20 + 152 * o,
         )
     }
@@ -1197,7 +1241,7 @@ mod tests {
         let bytes = PlanBytes::new(&SiftConfig::default(), 1920, 1080, limits).unwrap();
         assert_eq!(
             (bytes.scale_space, bytes.work, bytes.staged),
-            (486_598_112, 31_622_424, 11_923_220)
+            (486_598_112, 31_622_432, 11_923_220)
         );
     }
 

@@ -117,10 +117,11 @@ impl Kernels {
         &self.levels[window_for(&STEP_KERNEL_RADII, launch)]
     }
 
-    /// The small octaves' block, with `shared` bytes of dynamic shared memory.
+    /// The small octaves' two blocks (chain and tail), with `shared` bytes of dynamic
+    /// shared memory each.
     pub fn small_octaves_config(&self, shared: u32) -> LaunchConfig {
         LaunchConfig {
-            grid_dim: (1, 1, 1),
+            grid_dim: (2, 1, 1),
             block_dim: (self.small_octaves.threads, 1, 1),
             shared_mem_bytes: shared,
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "common/abi.cuh"
+#include "common/small_quotient.cuh"
 
 // Where a job's input level comes from: SOURCE_PLANE, SOURCE_PLANE_HALVED, SOURCE_FRAME
 // or SOURCE_FRAME_UPSAMPLED, -D defines from src/cuda/abi.rs (which says what each is).
@@ -77,12 +78,12 @@ ABI_OFFSET(BlurJob, wait_for, 44);
 
 // Calls body(minor, major) for every item of a minor_count x major_count grid, the
 // block's threads blockDim.x items apart, consecutive threads on consecutive minors,
-// with one division per call instead of one per item.
+// with two small quotients per call instead of a division per item.
 template <typename Body>
 __device__ __forceinline__ void for_each_item(int minor_count, int major_count, Body body) {
-    const int major_step = blockDim.x / minor_count,
+    const int major_step = small_quotient(blockDim.x, minor_count),
               minor_step = blockDim.x - major_step * minor_count;
-    int minor = threadIdx.x % minor_count, major = threadIdx.x / minor_count;
+    int major = small_quotient(threadIdx.x, minor_count), minor = threadIdx.x - major * minor_count;
     for (; major < major_count; minor += minor_step, major += major_step) {
         if (minor >= minor_count) {
             minor -= minor_count;

@@ -322,9 +322,10 @@ __device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, i
     int j = 0;
     while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
     const LevelsJob& job = jobs[j];
-    const int tile = t - job.tile_start;
-    x0 = (tile % job.tiles_x) * job.tile_w;
-    y0 = (tile / job.tiles_x) * job.tile_h;
+    const int tile = t - job.tile_start;  // under 2^21: a level has fewer tiles than pixels
+    const int row = small_quotient(tile, job.tiles_x);
+    x0 = (tile - row * job.tiles_x) * job.tile_w;
+    y0 = row * job.tile_h;
     return j;
 }
 

@@ -5,6 +5,7 @@
 
 #include "common/abi.cuh"
 #include "common/read_only.cuh"
+#include "common/small_quotient.cuh"
 
 struct OrbLevel {
     int width, height;
@@ -70,11 +71,8 @@ __device__ __forceinline__ bool band_tile(const OrbLevel* levels, const OrbRows&
         const int tiles_x = (levels[l].width + tile_w - 1) / tile_w;
         const int tiles = tiles_x * (rows.end[l] - rows.begin[l]);
         if (item < tiles) {
-            // item / tiles_x without an integer division (tens of instructions per tile
-            // and warp), exact: sides up to 65,536 pixels give tiles_x <= 1,024 and a
-            // quotient under 2,048, so (item + 0.5) / tiles_x lies at least 2^-11 from
-            // an integer, and __fdividef's 2 ulp there are at most 2^-12.
-            const int row = (int)__fdividef((float)item + 0.5f, (float)tiles_x);
+            // A level's tiles (sides up to 65,536 pixels) number under 2^21.
+            const int row = small_quotient(item, tiles_x);
             tile.level = l;
             tile.y0 = (rows.begin[l] + row) * tile_h;
             tile.x0 = (item - row * tiles_x) * tile_w;

@@ -50,6 +50,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/abi.cuh"),
     kernel_file!("common/levels.cuh"),
     kernel_file!("common/pixel_words.cuh"),
+    kernel_file!("common/small_quotient.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
     kernel_file!("common/best2.cuh"),

@@ -6,10 +6,10 @@
 // Ranks are counted, not sorted: block (ti, tj) of `sift_rank_keys` compares keypoint
 // tile ti (a keypoint a thread) with slice tj (RANK_SLICE keypoints in shared memory)
 // and adds its counts with integer atomics, so the result is exact and independent of
-// scheduling. Duplicates are rare (two
-// candidates refined to one point): the block whose count first marks a keypoint as
-// a duplicate lists it, and `sift_place` subtracts the few listed ones below a
-// keypoint from its rank. Two launches without a budget, three with one.
+// scheduling. Duplicates are rare (two candidates refined to one point): the block
+// whose count first marks a keypoint as a duplicate lists it, and `sift_place`
+// subtracts the few listed ones below a keypoint from its rank. Two launches without
+// a budget, three with one.
 #include "common/sift_params.cuh"
 #include "common/warp_append.cuh"
 

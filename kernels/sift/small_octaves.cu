@@ -172,7 +172,8 @@ extern "C" __global__ void __launch_bounds__(SMALL_THREADS, 1)
                 const int sy = reflect101_repeated(row - s.pad, job.height);
                 const int sx = reflect101_repeated(x, job.width);
                 const float* at = src + (step * sy) * job.src_width + step * sx;
-                // The chain block's levels bypass this SM's L1, which may hold older lines.
+                // The tail reads the chain block's levels past this SM's L1, whose lines
+                // may be older.
                 s.level[row * s.level_stride + x] = chain ? *at : __ldcg(at);
             });
             __syncthreads();

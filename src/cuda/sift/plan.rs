@@ -595,6 +595,26 @@ fn octave_base(
     ))
 }
 
+/// What a job of octave `o` blurs: its level `level`, or its base (`None`).
+fn level_source(
+    octaves: &[SiftOctave],
+    o: usize,
+    level: Option<usize>,
+    n: usize,
+    frame: FrameSource,
+) -> Result<SourcePlane> {
+    let oct = &octaves[o];
+    match level {
+        Some(level) => Ok((
+            SOURCE_PLANE,
+            oct.gauss + level as i32 * oct.width * oct.height,
+            oct.width,
+            oct.height,
+        )),
+        None => octave_base(octaves, o, n, frame),
+    }
+}
+
 /// The levels a later launch or kernel reads, which are stored: layers 1..n
 /// (orientation and description) and every step's source.
 fn stored_levels(steps: &[Step], n: usize) -> Vec<usize> {
@@ -620,15 +640,8 @@ fn levels_job(
     let plane = oct.width * oct.height;
     let (width, height) = (oct.width as usize, oct.height as usize);
     let (tile_w, tile_h) = tile_shape(width, height, sms);
-    let (source, src_offset, src_width, src_height) = match step.source {
-        Some(level) => (
-            SOURCE_PLANE,
-            oct.gauss + level as i32 * plane,
-            oct.width,
-            oct.height,
-        ),
-        None => octave_base(octaves, o, n, frame)?,
-    };
+    let (source, src_offset, src_width, src_height) =
+        level_source(octaves, o, step.source, n, frame)?;
     let mut job = LevelsJob {
         source,
         src_offset,
@@ -796,16 +809,10 @@ fn small_octave_jobs(
     let job = |o: usize, level: usize| -> Result<BlurJob> {
         let oct = &octaves[o];
         let plane = oct.width * oct.height;
-        let (source, src_offset, src_width, src_height) = if level == 1 {
-            octave_base(octaves, o, n, frame)?
-        } else {
-            (
-                SOURCE_PLANE,
-                oct.gauss + (level as i32 - 1) * plane,
-                oct.width,
-                oct.height,
-            )
-        };
+        // Level 1 blurs the octave's base, every later level the one below.
+        let below = (level > 1).then(|| level - 1);
+        let (source, src_offset, src_width, src_height) =
+            level_source(octaves, o, below, n, frame)?;
         let (tap, radius) = taps.layers[level - 1];
         Ok(BlurJob {
             source,

@@ -13,10 +13,12 @@ struct ResizeTap;  // kernels/orb/pyramid.cu
 struct OrbCounters {
     unsigned int* level_counts;      // candidates per level
     unsigned int* score_histograms;  // per level ORB_SCORE_BINS bins of the FAST score
+    unsigned int* rank_bins;         // per level RANK_BINS bins of the records' ranks k
 };
-ABI_SIZE(OrbCounters, 16);
+ABI_SIZE(OrbCounters, 24);
 ABI_OFFSET(OrbCounters, level_counts, 0);
 ABI_OFFSET(OrbCounters, score_histograms, 8);
+ABI_OFFSET(OrbCounters, rank_bins, 16);
 
 // The NMS survivors of every cell.
 struct OrbCandidateArrays {
@@ -36,13 +38,15 @@ struct OrbRecordArrays {
     long long* key;      // the ranking key: FAST or Harris
     unsigned int* yx;
     unsigned int* cell;
-    unsigned int* rank;  // rank within the cell
+    unsigned int* rank;      // rank k within the cell
+    unsigned int* bin_slot;  // order within the level's bin of k (any order)
 };
-ABI_SIZE(OrbRecordArrays, 32);
+ABI_SIZE(OrbRecordArrays, 40);
 ABI_OFFSET(OrbRecordArrays, key, 0);
 ABI_OFFSET(OrbRecordArrays, yx, 8);
 ABI_OFFSET(OrbRecordArrays, cell, 16);
 ABI_OFFSET(OrbRecordArrays, rank, 24);
+ABI_OFFSET(OrbRecordArrays, bin_slot, 32);
 
 // The kept keypoints, in output order.
 struct OrbKeypointArrays {
@@ -121,7 +125,7 @@ struct OrbCellCandidatesParams {
     const unsigned char* scores;
     const unsigned int* corner_bits;  // orb_fast_score's bitmap
     const OrbLevel* level_table;
-    OrbCounters counters;             // both start at 0
+    OrbCounters counters;             // level counts and score histograms start at 0
     unsigned int* cell_starts;        // first slot of each cell's members
     unsigned int* cell_counts;        // members of each cell
     OrbCandidateArrays candidates;
@@ -131,19 +135,19 @@ struct OrbCellCandidatesParams {
     int min_fast_threshold;
     int harris;
 };
-ABI_SIZE(OrbCellCandidatesParams, 360);
+ABI_SIZE(OrbCellCandidatesParams, 368);
 ABI_OFFSET(OrbCellCandidatesParams, scores, 0);
 ABI_OFFSET(OrbCellCandidatesParams, corner_bits, 8);
 ABI_OFFSET(OrbCellCandidatesParams, level_table, 16);
 ABI_OFFSET(OrbCellCandidatesParams, counters, 24);
-ABI_OFFSET(OrbCellCandidatesParams, cell_starts, 40);
-ABI_OFFSET(OrbCellCandidatesParams, cell_counts, 48);
-ABI_OFFSET(OrbCellCandidatesParams, candidates, 56);
-ABI_OFFSET(OrbCellCandidatesParams, rows, 88);
-ABI_OFFSET(OrbCellCandidatesParams, n_levels, 344);
-ABI_OFFSET(OrbCellCandidatesParams, fast_threshold, 348);
-ABI_OFFSET(OrbCellCandidatesParams, min_fast_threshold, 352);
-ABI_OFFSET(OrbCellCandidatesParams, harris, 356);
+ABI_OFFSET(OrbCellCandidatesParams, cell_starts, 48);
+ABI_OFFSET(OrbCellCandidatesParams, cell_counts, 56);
+ABI_OFFSET(OrbCellCandidatesParams, candidates, 64);
+ABI_OFFSET(OrbCellCandidatesParams, rows, 96);
+ABI_OFFSET(OrbCellCandidatesParams, n_levels, 352);
+ABI_OFFSET(OrbCellCandidatesParams, fast_threshold, 356);
+ABI_OFFSET(OrbCellCandidatesParams, min_fast_threshold, 360);
+ABI_OFFSET(OrbCellCandidatesParams, harris, 364);
 
 // orb_select_candidates: each level's records.
 struct OrbSelectCandidatesParams {
@@ -156,15 +160,15 @@ struct OrbSelectCandidatesParams {
     int n_levels;
     int harris;
 };
-ABI_SIZE(OrbSelectCandidatesParams, 112);
+ABI_SIZE(OrbSelectCandidatesParams, 128);
 ABI_OFFSET(OrbSelectCandidatesParams, level_table, 0);
 ABI_OFFSET(OrbSelectCandidatesParams, counters, 8);
-ABI_OFFSET(OrbSelectCandidatesParams, quotas, 24);
-ABI_OFFSET(OrbSelectCandidatesParams, candidates, 32);
-ABI_OFFSET(OrbSelectCandidatesParams, records, 64);
-ABI_OFFSET(OrbSelectCandidatesParams, level_records, 96);
-ABI_OFFSET(OrbSelectCandidatesParams, n_levels, 104);
-ABI_OFFSET(OrbSelectCandidatesParams, harris, 108);
+ABI_OFFSET(OrbSelectCandidatesParams, quotas, 32);
+ABI_OFFSET(OrbSelectCandidatesParams, candidates, 40);
+ABI_OFFSET(OrbSelectCandidatesParams, records, 72);
+ABI_OFFSET(OrbSelectCandidatesParams, level_records, 112);
+ABI_OFFSET(OrbSelectCandidatesParams, n_levels, 120);
+ABI_OFFSET(OrbSelectCandidatesParams, harris, 124);
 
 // The records of every level, as orb_select_candidates left them: the level table
 // and each level's record count index the record arrays.
@@ -175,51 +179,53 @@ struct OrbRecordSet {
     int n_levels;
     int padding;
 };
-ABI_SIZE(OrbRecordSet, 56);
+ABI_SIZE(OrbRecordSet, 64);
 ABI_OFFSET(OrbRecordSet, level_table, 0);
 ABI_OFFSET(OrbRecordSet, level_records, 8);
 ABI_OFFSET(OrbRecordSet, records, 16);
-ABI_OFFSET(OrbRecordSet, n_levels, 48);
-ABI_OFFSET(OrbRecordSet, padding, 52);
+ABI_OFFSET(OrbRecordSet, n_levels, 56);
+ABI_OFFSET(OrbRecordSet, padding, 60);
 
 // orb_record_keys: the records' Harris keys.
 struct OrbRecordKeysParams {
     const unsigned char* pyramid;
     OrbRecordSet set;  // yx read, key written
 };
-ABI_SIZE(OrbRecordKeysParams, 64);
+ABI_SIZE(OrbRecordKeysParams, 72);
 ABI_OFFSET(OrbRecordKeysParams, pyramid, 0);
 ABI_OFFSET(OrbRecordKeysParams, set, 8);
 
-// orb_record_ranks: each record's rank in its cell.
+// orb_record_ranks: each record's rank in its cell and its slot in its bin of ranks.
 struct OrbRecordRanksParams {
-    OrbRecordSet set;  // key, yx and cell read, rank written
+    OrbRecordSet set;         // key, yx and cell read, rank and bin_slot written
+    unsigned int* rank_bins;  // OrbCounters::rank_bins, counted
 };
-ABI_SIZE(OrbRecordRanksParams, 56);
+ABI_SIZE(OrbRecordRanksParams, 72);
 ABI_OFFSET(OrbRecordRanksParams, set, 0);
+ABI_OFFSET(OrbRecordRanksParams, rank_bins, 64);
 
 // orb_record_place: the kept keypoints, in output order.
 struct OrbRecordPlaceParams {
     const OrbLevel* level_table;
-    OrbCounters counters;            // level_counts read
+    OrbCounters counters;            // level_counts and rank_bins read
     const int* quotas;
     const unsigned int* level_records;
-    OrbRecordArrays records;         // key, yx and rank read
+    OrbRecordArrays records;         // key, yx, rank and bin_slot read
     unsigned int* kept;              // n_levels + 1: kept per level, then the total
     OrbKeypointArrays keypoints;
     int n_levels;
     int padding;
 };
-ABI_SIZE(OrbRecordPlaceParams, 112);
+ABI_SIZE(OrbRecordPlaceParams, 128);
 ABI_OFFSET(OrbRecordPlaceParams, level_table, 0);
 ABI_OFFSET(OrbRecordPlaceParams, counters, 8);
-ABI_OFFSET(OrbRecordPlaceParams, quotas, 24);
-ABI_OFFSET(OrbRecordPlaceParams, level_records, 32);
-ABI_OFFSET(OrbRecordPlaceParams, records, 40);
-ABI_OFFSET(OrbRecordPlaceParams, kept, 72);
-ABI_OFFSET(OrbRecordPlaceParams, keypoints, 80);
-ABI_OFFSET(OrbRecordPlaceParams, n_levels, 104);
-ABI_OFFSET(OrbRecordPlaceParams, padding, 108);
+ABI_OFFSET(OrbRecordPlaceParams, quotas, 32);
+ABI_OFFSET(OrbRecordPlaceParams, level_records, 40);
+ABI_OFFSET(OrbRecordPlaceParams, records, 48);
+ABI_OFFSET(OrbRecordPlaceParams, kept, 88);
+ABI_OFFSET(OrbRecordPlaceParams, keypoints, 96);
+ABI_OFFSET(OrbRecordPlaceParams, n_levels, 120);
+ABI_OFFSET(OrbRecordPlaceParams, padding, 124);
 
 // orb_describe: orientation, rBRIEF and the fused match.
 struct OrbDescribeParams {

@@ -103,8 +103,11 @@ pub const CELL_THREADS: u32 = 4 * WARP;
 pub const ORB_SCORE_BINS: usize = 256;
 /// Threads of an `orb_select_candidates` block (one block per level).
 pub const SELECT_THREADS: u32 = 1024;
-/// Warps of an `orb_record_ranks` / `orb_record_place` block.
-pub const RANK_WARPS: u32 = 16;
+/// Warps of an `orb_record_place` block.
+pub const PLACE_WARPS: u32 = 16;
+/// Bins of a level's record ranks k (`orb_record_place` counts within a bin): k from
+/// `RANK_BINS - 1` up share the last one. A bin per lane of a warp.
+pub const RANK_BINS: usize = 32;
 /// Warps of a `match_hamming_knn2` block: it searches for 32 queries, one per lane, each
 /// warp sweeping a slice of the train set.
 pub const MATCH_WARPS: u32 = 8;
@@ -134,7 +137,8 @@ pub const ORB_DEFINES: &[Define] = &[
     define!(CELL_THREADS),
     define!(ORB_SCORE_BINS),
     define!(SELECT_THREADS),
-    define!(RANK_WARPS),
+    define!(PLACE_WARPS),
+    define!(RANK_BINS),
     define!(DESCRIBE_WARPS),
     define!(PATCH_RADIUS),
     define!(PATCH_ROW_WORDS),

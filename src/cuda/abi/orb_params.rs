@@ -14,6 +14,8 @@ pub struct OrbCounters {
     pub level_counts: CUdeviceptr,
     /// Each level's histogram of FAST scores (n_levels x ORB_SCORE_BINS words).
     pub score_histograms: CUdeviceptr,
+    /// Each level's records per bin of their ranks k (n_levels x RANK_BINS words).
+    pub rank_bins: CUdeviceptr,
 }
 
 /// The NMS survivors of every cell.
@@ -38,8 +40,10 @@ pub struct OrbRecordArrays {
     pub key: CUdeviceptr,
     pub yx: CUdeviceptr,
     pub cell: CUdeviceptr,
-    /// The rank within the cell.
+    /// The rank k within the cell.
     pub rank: CUdeviceptr,
+    /// The order within the level's bin of k (any order).
+    pub bin_slot: CUdeviceptr,
 }
 
 /// The kept keypoints, in output order.
@@ -153,6 +157,8 @@ pub struct OrbRecordKeysParams {
 #[derive(Clone, Copy, Debug)]
 pub struct OrbRecordRanksParams {
     pub set: OrbRecordSet,
+    /// [`OrbCounters::rank_bins`].
+    pub rank_bins: CUdeviceptr,
 }
 
 /// `orb_record_place`: the kept keypoints, in output order.
@@ -250,6 +256,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
         layout!(OrbCounters {
             level_counts,
             score_histograms,
+            rank_bins,
         }),
         layout!(OrbCandidateArrays {
             yx,
@@ -262,6 +269,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             yx,
             cell,
             rank,
+            bin_slot,
         }),
         layout!(OrbKeypointArrays { yx, level, key }),
         layout!(SmoothTaps {
@@ -323,7 +331,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             padding,
         }),
         layout!(OrbRecordKeysParams { pyramid, set }),
-        layout!(OrbRecordRanksParams { set }),
+        layout!(OrbRecordRanksParams { set, rank_bins }),
         layout!(OrbRecordPlaceParams {
             level_table,
             counters,

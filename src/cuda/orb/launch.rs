@@ -329,7 +329,14 @@ impl CudaOrbExtractor {
                     &OrbRecordKeysParams { pyramid, set },
                 )?;
             }
-            k.record_ranks(stream, shapes.record_ranks, &OrbRecordRanksParams { set })?;
+            k.record_ranks(
+                stream,
+                shapes.record_ranks,
+                &OrbRecordRanksParams {
+                    set,
+                    rank_bins: counters.rank_bins,
+                },
+            )?;
             k.record_place(
                 stream,
                 shapes.record_place,

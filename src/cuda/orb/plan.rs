@@ -12,7 +12,7 @@ use crate::cuda::abi::orb_params::{
     OrbCandidateArrays, OrbCounters, OrbFeatureArrays, OrbKeypointArrays, OrbRecordArrays,
 };
 use crate::cuda::abi::{
-    Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, WARP,
+    Knn2, OrbLevel, ResizeTap, DESC_WORDS, GRID_BARRIER_GENERATION, ORB_SCORE_BINS, RANK_BINS, WARP,
 };
 use crate::cuda::free_memory::check_free_memory;
 use crate::cuda::gpu::Gpu;
@@ -50,8 +50,15 @@ pub fn to_i32(value: usize, what: &str) -> Result<i32> {
         .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
 }
 
-/// Groups of 32 records (one `orb_record_ranks` / `orb_record_place` block each) that
-/// the levels can hold: a level has at most min(its slots, 2 quota) records. At least 1.
+/// Words of [`OrbCounters`]: per level its candidate count, its histogram of FAST scores
+/// and its bins of record ranks.
+fn counter_words(n_levels: usize) -> usize {
+    n_levels * (1 + ORB_SCORE_BINS + RANK_BINS)
+}
+
+/// Groups of 32 records that the levels can hold (a level has at most min(its slots, 2
+/// quota) records), at least 1: about the groups of a bin of ranks that
+/// `orb_record_place` takes a block each.
 fn record_groups(levels: &[OrbLevel], quotas: &[i32]) -> u32 {
     let groups: u64 = levels
         .iter()
@@ -197,10 +204,10 @@ impl OrbPlanBytes {
                 + t.pyramid_bytes
                 + words(t.corner_words.max(1))
                 + words(GRID_BARRIER_WORDS)
-                + words(n_levels + n_levels * ORB_SCORE_BINS)
+                + words(counter_words(n_levels))
                 + 2 * words(cells)
                 + slots * (4 + 4 + 8 + 1)
-                + slots * (8 + 4 + 4 + 4)
+                + slots * (8 + 4 + 4 + 4 + 4)
                 + words(n_levels)
                 // The level scales, and the kept keypoints' position, level and key.
                 + n_levels * size_of::<f32>()
@@ -250,8 +257,10 @@ pub struct Records {
     pub key: DeviceBuffer,
     pub yx: DeviceBuffer,
     pub cell: DeviceBuffer,
-    /// The rank within the cell.
+    /// The rank k within the cell.
     pub rank: DeviceBuffer,
+    /// The order within the level's bin of k.
+    pub bin_slot: DeviceBuffer,
 }
 
 impl Records {
@@ -262,6 +271,7 @@ impl Records {
             yx: self.yx.ptr,
             cell: self.cell.ptr,
             rank: self.rank.ptr,
+            bin_slot: self.bin_slot.ptr,
         }
     }
 }
@@ -547,7 +557,7 @@ impl Plan {
         let cells = tables.cells.max(1);
         let slots = tables.slots.max(1);
         let pyramid_bytes = tables.pyramid_bytes;
-        let counters = n_levels + n_levels * ORB_SCORE_BINS;
+        let counters = counter_words(n_levels);
         let shapes = Shapes::new(
             gpu,
             kernels,
@@ -556,8 +566,8 @@ impl Plan {
                 height,
                 geometry: &tables.geometry,
                 total_cells,
-                // Groups of 32 records the levels can hold at most: the blocks that
-                // `orb_record_ranks` / `orb_record_place` can keep busy.
+                // Groups of 32 records the levels can hold at most: about the blocks
+                // that `orb_record_place` can keep busy.
                 record_groups: record_groups(&tables.levels, &tables.quotas),
                 capacity,
             },
@@ -600,6 +610,7 @@ impl Plan {
                 yx: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
                 cell: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
                 rank: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
+                bin_slot: DeviceBuffer::new(ctx, slots * size_of::<u32>())?,
             },
             level_records: DeviceBuffer::new(ctx, n_levels * size_of::<u32>())?,
             keypoints: KeptKeypoints {
@@ -618,10 +629,13 @@ impl Plan {
     }
 
     pub fn counters(&self) -> OrbCounters {
+        let n_levels = self.geometry.len();
         let level_counts = self.counters.ptr;
+        let score_histograms = level_counts + (n_levels * size_of::<u32>()) as u64;
         OrbCounters {
             level_counts,
-            score_histograms: level_counts + (self.geometry.len() * size_of::<u32>()) as u64,
+            score_histograms,
+            rank_bins: score_histograms + (n_levels * ORB_SCORE_BINS * size_of::<u32>()) as u64,
         }
     }
 
@@ -714,7 +728,7 @@ mod tests {
             let tables = n * size_of::<OrbLevel>() + 4 * n + 4 * n + size_of::<ResizeTap>() * taps;
             let outputs = config.n_features as usize;
             let device =
-                3 * pixels + 4 * corner_words + 37 * slots + 4 * n * 257 + 8 * cells + 16 * outputs;
+                3 * pixels + 4 * corner_words + 41 * slots + 4 * n * 289 + 8 * cells + 16 * outputs;
             let case = format!("{width}x{height}");
             // Rounding the pyramids up to words, the barrier and the level records add
             // under 256 bytes beside the tables.
@@ -725,11 +739,11 @@ mod tests {
                 width * height + 4 * (n + 1) + 76 * outputs,
                 "{case}"
             );
-            // docs/memory.md's rule of thumb from 1080p up: 11 to 12.4 bytes a level pixel
-            // (12.4 less what the edges take from sum P_l / 4 candidate slots).
+            // docs/memory.md's rule of thumb from 1080p up: 12 to 13.4 bytes a level pixel
+            // (13.4 less what the edges take from sum P_l / 4 candidate slots).
             if width >= 1920 {
                 let per_pixel = bytes.device as f64 / pixels as f64;
-                assert!((11.0..12.4).contains(&per_pixel), "{case}: {per_pixel}");
+                assert!((12.0..13.4).contains(&per_pixel), "{case}: {per_pixel}");
             }
         }
     }

@@ -5,8 +5,8 @@ use cudarc::driver::{sys, LaunchConfig};
 
 use crate::cuda::abi::orb_params::SmoothTaps;
 use crate::cuda::abi::{
-    CELL_THREADS, DESCRIBE_WARPS, PATCH_RADIUS, PATCH_ROW_WORDS, PATCH_SIDE, PYRAMID_THREADS,
-    RANK_WARPS, RESIZE_RUN, SCORE_THREADS, SCORE_TILE_H, SCORE_TILE_W, SELECT_THREADS, WARP,
+    CELL_THREADS, DESCRIBE_WARPS, PATCH_RADIUS, PATCH_ROW_WORDS, PATCH_SIDE, PLACE_WARPS,
+    PYRAMID_THREADS, RESIZE_RUN, SCORE_THREADS, SCORE_TILE_H, SCORE_TILE_W, SELECT_THREADS, WARP,
 };
 use crate::cuda::gpu::Gpu;
 use crate::cuda::gray::GrayKernel;
@@ -24,9 +24,11 @@ pub const DESCRIBE_THREADS: u32 = DESCRIBE_WARPS * WARP;
 /// The private patches of `orb_describe`: `PATCH_SIDE` rows of `PATCH_ROW_WORDS` words
 /// per keypoint, 32 keypoints, dynamic shared memory.
 pub const DESCRIBE_SHARED_BYTES: u32 = (PATCH_SIDE * PATCH_ROW_WORDS) as u32 * WARP * 4;
-/// Threads of an `orb_record_ranks` / `orb_record_place` block: its warps split a
-/// level's records, 32 records per block.
-pub const RANK_THREADS: u32 = RANK_WARPS * WARP;
+/// Threads of an `orb_record_place` block: its warps split the records of a bin of
+/// ranks, against 32 records per block.
+pub const PLACE_THREADS: u32 = PLACE_WARPS * WARP;
+/// Threads of an `orb_record_ranks` block.
+pub const RECORD_RANK_THREADS: u32 = 256;
 /// Threads of an `orb_record_keys` block.
 pub const RECORD_KEY_THREADS: u32 = 256;
 /// Threads of a `match_cross_check_counted` / `match_cross_check_best_counted` block:
@@ -224,13 +226,15 @@ impl Shapes {
             persistent(&k.record_keys, RECORD_KEY_THREADS)?,
             RECORD_KEY_THREADS,
         );
+        // A thread per record (at most 32 x record_groups of them).
         let record_ranks = line(
-            persistent(&k.record_ranks, RANK_THREADS)?.min(plan.record_groups),
-            RANK_THREADS,
+            persistent(&k.record_ranks, RECORD_RANK_THREADS)?
+                .min((plan.record_groups * WARP).div_ceil(RECORD_RANK_THREADS)),
+            RECORD_RANK_THREADS,
         );
         let record_place = line(
-            persistent(&k.record_place, RANK_THREADS)?.min(plan.record_groups),
-            RANK_THREADS,
+            persistent(&k.record_place, PLACE_THREADS)?.min(plan.record_groups),
+            PLACE_THREADS,
         );
         let describe_blocks =
             k.describe

@@ -334,8 +334,8 @@ extern "C" __global__ void orb_record_keys(const OrbRecordKeysParams p) {
     }
 }
 
-// What a record is ordered by: its rank in its cell (or 0 while ranking in the cell),
-// key and raster position.
+// What a record is ordered by in its level: its rank k in its cell, its key and its
+// raster position.
 struct OrderFields {
     unsigned int rank;
     long long key;

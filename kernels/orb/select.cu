@@ -35,6 +35,17 @@ __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j,
     return (key_j > key_i) | ((key_j == key_i) & (yx_j < yx_i));  // no branches
 }
 
+// The sum of `value` over lanes 0..lane of the warp (every lane takes part).
+__device__ __forceinline__ unsigned int warp_inclusive_sum(unsigned int value) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const unsigned int other = __shfl_up_sync(0xffffffffu, value, offset);
+        if (lane >= offset) value += other;
+    }
+    return value;
+}
+
 // The digit d of `bins` (256 counters) holding the `want`-th smallest value (1-based)
 // and how many values below d's bin come first: `want` becomes the rank within d's bin.
 // One warp; every lane returns the same answer.
@@ -46,12 +57,7 @@ __device__ __forceinline__ unsigned int select_bin(const unsigned int* bins, uns
         count[k] = bins[8 * lane + k];
         sum += count[k];
     }
-    unsigned int inclusive = sum;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        const unsigned int other = __shfl_up_sync(0xffffffffu, inclusive, offset);
-        if (lane >= offset) inclusive += other;
-    }
+    const unsigned int inclusive = warp_inclusive_sum(sum);
     unsigned int below = inclusive - sum, found = 0, rest = 0;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -130,21 +136,11 @@ __device__ __forceinline__ unsigned int keep_in_order(unsigned int n, Load load,
             kept[r] = first + r < n && keeps(items[r]);
             mine += kept[r];
         }
-        unsigned int through = mine;  // kept by lanes 0..lane of the warp
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const unsigned int other = __shfl_up_sync(0xffffffffu, through, offset);
-            if (lane >= offset) through += other;
-        }
+        const unsigned int through = warp_inclusive_sum(mine);  // kept by lanes 0..lane of the warp
         if (lane == 31) warp_kept[parity][warp] = through;
         __syncthreads();
         const unsigned int of_lane = lane < SELECT_WARPS ? warp_kept[parity][lane] : 0u;
-        unsigned int warps_through = of_lane;  // kept by warps 0..lane
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const unsigned int other = __shfl_up_sync(0xffffffffu, warps_through, offset);
-            if (lane >= offset) warps_through += other;
-        }
+        const unsigned int warps_through = warp_inclusive_sum(of_lane);  // kept by warps 0..lane
         const unsigned int before_warp = __shfl_sync(0xffffffffu, warps_through - of_lane, warp);
         unsigned int k = written + before_warp + through - mine;
 #pragma unroll
@@ -438,21 +434,9 @@ extern "C" __global__ void __launch_bounds__(PLACE_WARPS * 32) orb_record_place(
     // that start before N_l, by scans over the lanes; thread 0 the levels' starts.
     for (int l = warp; l < p.n_levels; l += PLACE_WARPS) {
         const unsigned int in_bin = __ldg(&p.counters.rank_bins[l * RANK_BINS + lane]);
-        unsigned int records = in_bin;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const unsigned int other = __shfl_up_sync(0xffffffffu, records, offset);
-            if (lane >= offset) records += other;
-        }
-        const unsigned int start = records - in_bin;
-        unsigned int groups = start < level_kept[l] ? (in_bin + 31u) / 32u : 0u;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const unsigned int other = __shfl_up_sync(0xffffffffu, groups, offset);
-            if (lane >= offset) groups += other;
-        }
+        const unsigned int start = warp_inclusive_sum(in_bin) - in_bin;
         bin_start[l][lane] = start;
-        groups_through[l][lane] = groups;
+        groups_through[l][lane] = warp_inclusive_sum(start < level_kept[l] ? (in_bin + 31u) / 32u : 0u);
     }
     __syncthreads();
     if (threadIdx.x == 0) {

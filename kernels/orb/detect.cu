@@ -313,11 +313,11 @@ __device__ __forceinline__ bool on_tile_border(int r, int c) {
 // scan compares), and the smoothed levels the descriptors sample, from the same
 // staged tiles.
 // Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
-// resized levels after it. Blocks take (level, tile) work items in turn (a persistent
-// grid). Each warp works on its own
-// pixels in three steps, each compacting its survivors into the warp's shared-memory
-// list (__ballot_sync): OpenCV's 5-pixel pre-test; the decision by bright/dark masks
-// and the 65,536-bit arc table staged in shared memory; the score, of corners only.
+// resized levels after it. Blocks take (level, tile) work items in turn (a
+// persistent grid). Each warp works on its own pixels in three steps, each compacting
+// its survivors into the warp's shared-memory list (__ballot_sync): OpenCV's 5-pixel
+// pre-test; the decision by bright/dark masks and the 65,536-bit arc table staged in
+// shared memory; the score, of corners only.
 // The only block barriers are after the staging and before the smoothing's vertical
 // pass, so the warps of a block never wait for each other's short lists. At most 40
 // registers: 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
@@ -328,6 +328,7 @@ __device__ __forceinline__ bool on_tile_border(int r, int c) {
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(const OrbFastScoreParams p) {
     __shared__ unsigned int arc[ARC_WORDS];
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ int first_tiles[ORB_MAX_LEVELS + 1];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
     __shared__ uint4 row_pairs[SPAN_PAIRS][SCORE_TILE_W / 4];
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
@@ -336,6 +337,8 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
     for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = __ldg(&p.arc_bits[i]);
     load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
+    band_tile_firsts(first_tiles, levels, p.rows, p.n_levels, SCORE_TILE_W);
+    __syncthreads();
     const SmoothTaps taps = p.taps;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const unsigned int lanes_below = (1u << lane) - 1u;
@@ -343,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
 
     LevelTile tile;
     for (int item = blockIdx.x;
-         band_tile(levels, p.rows, p.n_levels, item, SCORE_TILE_W, SCORE_TILE_H, tile);
+         band_tile(levels, p.rows, first_tiles, p.n_levels, item, SCORE_TILE_W, SCORE_TILE_H, tile);
          item += gridDim.x) {
         const int width = levels[tile.level].width, height = levels[tile.level].height;
         const int offset = levels[tile.level].offset;
@@ -462,6 +465,7 @@ __device__ __forceinline__ bool survives_nms(const unsigned char* s, int width, 
 // blocks, 48 warps per SM): held to 32, it spilled each cell's geometry around the scan.
 extern "C" __global__ void __launch_bounds__(CELL_THREADS, 12) orb_cell_candidates(const OrbCellCandidatesParams p) {
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
+    __shared__ int first_cells[ORB_MAX_LEVELS + 1];
     __shared__ unsigned int listed_yx[CELL_WARPS][CELL_LIST];
     __shared__ unsigned char listed_score[CELL_WARPS][CELL_LIST];
     __shared__ unsigned int listed_counts[CELL_WARPS], strong_counts[CELL_WARPS], rescanned[CELL_WARPS];
@@ -473,8 +477,11 @@ extern "C" __global__ void __launch_bounds__(CELL_THREADS, 12) orb_cell_candidat
         strong_counts[warp] = 0u;
     }
     __syncthreads();
+    band_cell_firsts(first_cells, levels, p.rows, p.n_levels);
+    __syncthreads();
     int l, cell;
-    for (int item = blockIdx.x * CELL_WARPS + warp; band_cell(levels, p.rows, p.n_levels, item, l, cell);
+    for (int item = blockIdx.x * CELL_WARPS + warp;
+         band_cell(levels, p.rows, first_cells, p.n_levels, item, l, cell);
          item += gridDim.x * CELL_WARPS) {
         const OrbLevel& lv = levels[l];
         const int id = lv.cell_offset + cell;

@@ -107,8 +107,9 @@ struct OrbFastScoreParams {
     OrbRows rows;                  // tile rows
     int n_levels;
     int threshold;
+    unsigned int* tiles_taken;     // the launch's queue: tiles taken past the first of each block (zeroed)
 };
-ABI_SIZE(OrbFastScoreParams, 328);
+ABI_SIZE(OrbFastScoreParams, 336);
 ABI_OFFSET(OrbFastScoreParams, pyramid, 0);
 ABI_OFFSET(OrbFastScoreParams, level_table, 8);
 ABI_OFFSET(OrbFastScoreParams, arc_bits, 16);
@@ -119,6 +120,7 @@ ABI_OFFSET(OrbFastScoreParams, taps, 48);
 ABI_OFFSET(OrbFastScoreParams, rows, 64);
 ABI_OFFSET(OrbFastScoreParams, n_levels, 320);
 ABI_OFFSET(OrbFastScoreParams, threshold, 324);
+ABI_OFFSET(OrbFastScoreParams, tiles_taken, 328);
 
 // orb_cell_candidates: the NMS survivors of each cell in `rows`.
 struct OrbCellCandidatesParams {

@@ -97,6 +97,8 @@ pub struct OrbFastScoreParams {
     pub rows: OrbRows,
     pub n_levels: i32,
     pub threshold: i32,
+    /// The launch's queue: tiles taken past the first of each block (zeroed).
+    pub tiles_taken: CUdeviceptr,
 }
 
 /// `orb_cell_candidates`: the NMS survivors of each cell in `rows`.
@@ -298,6 +300,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             rows,
             n_levels,
             threshold,
+            tiles_taken,
         }),
         layout!(OrbCellCandidatesParams {
             scores,

@@ -19,10 +19,13 @@ use crate::cuda::abi::{
 /// same within 5 µs on all SMs); three or four bands were slower than two.
 const SPLIT_UPLOAD_BYTES: usize = 3 << 19;
 
+/// The most bands a frame is cut into.
+pub const MAX_BANDS: usize = 2;
+
 /// The bands a frame of `upload_bytes` is uploaded and run in.
 pub fn band_count(upload_bytes: usize) -> usize {
     if upload_bytes >= SPLIT_UPLOAD_BYTES {
-        2
+        MAX_BANDS
     } else {
         1
     }

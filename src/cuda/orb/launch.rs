@@ -19,7 +19,7 @@ use crate::cuda::abi::orb_params::{
 };
 use crate::cuda::abi::{Knn2, OrbRows};
 use crate::cuda::graph::wait_for_outside;
-use crate::cuda::orb::plan::{FrameInput, Plan, DESCRIPTOR_BYTES};
+use crate::cuda::orb::plan::{FrameInput, Plan, Queue, DESCRIPTOR_BYTES};
 use crate::cuda::orb::shapes::{capped, Kernels, CELL_WARPS, PYRAMID_WARPS, SMOOTH_TAPS};
 use crate::cuda::orb::{CudaOrbExtractor, Fused, ResidentSets};
 use crate::error::Result;
@@ -208,8 +208,9 @@ impl CudaOrbExtractor {
             .fused
             .fuses_backward(residency)
             .then_some(&plan.backward_best);
-        // FAST on the tile rows `rows`.
-        let fast_score = |rows: OrbRows| OrbFastScoreParams {
+        // FAST on the tile rows `rows`, its blocks taking tiles from the queue word
+        // `tiles_taken`.
+        let fast_score = |rows: OrbRows, tiles_taken| OrbFastScoreParams {
             pyramid,
             level_table: plan.levels.ptr,
             arc_bits: self.constants.arc.ptr,
@@ -220,6 +221,7 @@ impl CudaOrbExtractor {
             rows,
             n_levels,
             threshold: min_fast_threshold,
+            tiles_taken,
         };
         let train = self.fused.train(residency);
         let side = &self.side;
@@ -242,7 +244,7 @@ impl CudaOrbExtractor {
             // the rows of the other levels they determine and scores their tiles; the
             // side stream scores level 0's tiles meanwhile, then searches the cells the
             // band completes. The two join before the selection.
-            for (band, uploaded) in input.bands.iter().zip(&input.band_uploads) {
+            for (b, (band, uploaded)) in input.bands.iter().zip(&input.band_uploads).enumerate() {
                 wait_for_outside(stream, uploaded)?;
                 if input.is_converted() {
                     k.gray.enqueue(
@@ -256,7 +258,8 @@ impl CudaOrbExtractor {
                 let level0 = &band.level0_tiles;
                 if level0.items > 0 {
                     let config = capped(shapes.level0_fast, level0.items, 1);
-                    k.fast_score(side.fork(stream)?, config, &fast_score(level0.rows))?;
+                    let p = fast_score(level0.rows, plan.queue(b, Queue::Level0Tiles));
+                    k.fast_score(side.fork(stream)?, config, &p)?;
                 }
                 if band.pyramid.items > 0 {
                     k.pyramid(
@@ -276,7 +279,8 @@ impl CudaOrbExtractor {
                 let upper = &band.upper_tiles;
                 if upper.items > 0 {
                     let config = capped(shapes.fast, upper.items, 1);
-                    k.fast_score(stream, config, &fast_score(upper.rows))?;
+                    let p = fast_score(upper.rows, plan.queue(b, Queue::UpperTiles));
+                    k.fast_score(stream, config, &p)?;
                 }
                 if band.cells.items > 0 {
                     k.cell_candidates(

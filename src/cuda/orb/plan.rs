@@ -19,7 +19,7 @@ use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
 use crate::cuda::gray::FrameLayout;
 use crate::cuda::memory::{DeviceBuffer, Staged};
-use crate::cuda::orb::bands::{band_count, bands, Band};
+use crate::cuda::orb::bands::{band_count, bands, Band, MAX_BANDS};
 use crate::cuda::orb::shapes::{Kernels, PlanSize, Shapes};
 use crate::cuda::upload::FrameUpload;
 use crate::error::{Error, ImageError, Result};
@@ -50,11 +50,27 @@ pub fn to_i32(value: usize, what: &str) -> Result<i32> {
         .map_err(|_| Error::Image(ImageError::Invalid(format!("{what} {value} is too large"))))
 }
 
-/// Words of [`OrbCounters`]: per level its candidate count, its histogram of FAST scores
-/// and its bins of record ranks.
+/// Words of [`OrbCounters`] (per level its candidate count, its histogram of FAST
+/// scores and its bins of record ranks), then the work queues of `orb_fast_score`'s
+/// launches, two a band.
 fn counter_words(n_levels: usize) -> usize {
+    level_counter_words(n_levels) + QUEUES
+}
+
+/// The per-level words of [`OrbCounters`], before the queues.
+fn level_counter_words(n_levels: usize) -> usize {
     n_levels * (1 + ORB_SCORE_BINS + RANK_BINS)
 }
+
+/// The launches of a band that take their tiles from a queue: `orb_fast_score` on
+/// level 0 and on the other levels.
+#[derive(Clone, Copy)]
+pub enum Queue {
+    Level0Tiles,
+    UpperTiles,
+}
+
+const QUEUES: usize = 2 * MAX_BANDS;
 
 /// Groups of 32 records that the levels can hold (a level has at most min(its slots, 2
 /// quota) records), at least 1: about the groups of a bin of ranks that
@@ -637,6 +653,13 @@ impl Plan {
             score_histograms,
             rank_bins: score_histograms + (n_levels * ORB_SCORE_BINS * size_of::<u32>()) as u64,
         }
+    }
+
+    /// The zeroed word of `queue` in band `band`.
+    pub fn queue(&self, band: usize, queue: Queue) -> CUdeviceptr {
+        debug_assert!(band < MAX_BANDS);
+        let word = level_counter_words(self.geometry.len()) + 2 * band + queue as usize;
+        self.counters.ptr + (word * size_of::<u32>()) as u64
     }
 
     /// Input `slot`, taking frames of `layout`: made on first use, and made again

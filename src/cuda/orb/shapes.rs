@@ -194,12 +194,13 @@ impl Shapes {
         // resizes the other levels, filling the SMs its barriers leave idle. Neither
         // takes every block the device holds, so that they share the SMs rather than
         // one waiting for the other to leave them: the pyramid half of its own, level
-        // 0's FAST a third of its own (persistent blocks that stay until level 0 is
-        // scored; on an H200 a third took 10 us off a 1080p frame on 8 SMs against
-        // a half, 2 on all SMs, and two thirds or all of them were slower).
+        // 0's FAST half of its own. Its blocks take tiles from a queue, so those of
+        // the other levels that start behind them take fewer: on an H200 a half took
+        // 30 us off the node's 1080p mono8 frame on 8 SMs against a third (two thirds
+        // were slower), and cost 1 % of an unbanded frame.
         let fast_blocks = persistent(&k.fast_score, SCORE_THREADS)?;
         let level0_tiles = score_tiles(plan.width, plan.height);
-        let level0_blocks = (fast_blocks / 3)
+        let level0_blocks = (fast_blocks / 2)
             .max(1)
             .min(u32::try_from(level0_tiles).unwrap_or(u32::MAX));
         let pyramid_blocks = (persistent(&k.pyramid, PYRAMID_THREADS)? / 2)

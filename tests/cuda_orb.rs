@@ -7,11 +7,14 @@ mod common;
 
 use std::collections::HashSet;
 
-use orbsift::config::{Backend, MemoryMode};
+use orbsift::config::{Backend, MemoryMode, ORB_MAX_FEATURES};
 use orbsift::cpu::matcher::BruteForceMatcher;
 use orbsift::cpu::orb::OrbExtractor;
 use orbsift::cuda::CudaOrbExtractor;
-use orbsift::{Config, Extractor, Features, GrayImage, MatchConfig, Matcher, OrbConfig, Residency};
+use orbsift::{
+    Config, DescriptorKind, Descriptors, Extractor, Features, GrayImage, MatchConfig, Matcher,
+    OrbConfig, Residency,
+};
 
 use common::confinement::assert_green_context;
 use common::frames::{load, resized, ORB_IMAGES};
@@ -262,6 +265,14 @@ fn fused_matching_finds_the_brute_force_nearest_neighbours() {
         assert_eq!(m.best as u64, distances[0].0, "query {i}");
         assert_eq!(m.second as u64, distances[1].0, "query {i}");
     }
+
+    // The kernels key a train descriptor by its index below 2^23: a larger set is refused.
+    let too_many = Descriptors {
+        kind: DescriptorKind::Orb256,
+        data: vec![0; (ORB_MAX_FEATURES as usize + 1) * DescriptorKind::Orb256.bytes()],
+    };
+    let refused = gpu.set_train(Some(&too_many)).unwrap_err().to_string();
+    assert!(refused.contains("train set"), "{refused}");
 }
 
 #[test]

@@ -145,6 +145,84 @@ __device__ __forceinline__ unsigned int backward_key(int distance, unsigned int 
     return ((unsigned int)distance << BACKWARD_QUERY_BITS) | query_bits;
 }
 
+// A query's two nearest train descriptors as keys `distance << BACKWARD_QUERY_BITS |
+// train index` (train indices share the queries' bound, ORB_MAX_FEATURES): the smaller
+// key is the nearer descriptor and, at equal distance, the lower index, the CPU
+// matcher's rule, whatever order the candidates come in. All ones: none. An offer is
+// three integer min/max instead of Best2's compares and selects of three fields.
+struct NearestKeys {
+    unsigned int best, second;
+};
+
+__device__ __forceinline__ unsigned int nearest_key(int distance, int index) {
+    return (unsigned int)distance * (1u << BACKWARD_QUERY_BITS) + (unsigned int)index;  // one IMAD
+}
+
+__device__ __forceinline__ void nearest_offer(NearestKeys& n, unsigned int key) {
+    n.second = min(n.second, max(n.best, key));
+    n.best = min(n.best, key);
+}
+
+// Folds in the keys of lane (this lane ^ lane_mask), which saw other candidates.
+__device__ __forceinline__ void nearest_merge_lane(NearestKeys& n, int lane_mask) {
+    const unsigned int best = __shfl_xor_sync(0xffffffffu, n.best, lane_mask);
+    const unsigned int second = __shfl_xor_sync(0xffffffffu, n.second, lane_mask);
+    n.second = min(min(n.second, second), max(n.best, best));
+    n.best = min(n.best, best);
+}
+
+__device__ __forceinline__ Best2 nearest_best2(const NearestKeys& n) {
+    const unsigned int index_mask = (1u << BACKWARD_QUERY_BITS) - 1u;
+    Best2 b = best2_empty();
+    if (n.best != 0xffffffffu) {
+        b.best_index = (int)(n.best & index_mask);
+        b.best = (int)(n.best >> BACKWARD_QUERY_BITS);
+    }
+    if (n.second != 0xffffffffu) b.second = (int)(n.second >> BACKWARD_QUERY_BITS);
+    return b;
+}
+
+// One train tile t of the sweep below: its distances offered to the rows' nearest two
+// and, with BACKWARD, each of its train descriptors' nearest query of the tile folded
+// into backward_best. PARTIAL: the set's last tile, whose columns past n_train offer
+// nothing (every other tile is whole and skips those checks).
+template <bool BACKWARD, bool PARTIAL>
+__device__ __forceinline__ void offer_train_tile(const QueryOperand& query, const unsigned int* __restrict__ train,
+                                                 int n_train, int t, unsigned int bits_top, unsigned int bits_bottom,
+                                                 unsigned int* backward_best, NearestKeys (&nearest)[2]) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    // This lane loads train descriptor t * 8 + g, column g of the MMA's b.
+    const int j = t * MMA_TRAIN_TILE + g;
+    int d[4];
+    tile_distances(query, train, j, !PARTIAL || j < n_train, d);
+    // d[0], d[2]: train column `first`, rows top and bottom; d[1], d[3]: first + 1.
+    const int first = t * MMA_TRAIN_TILE + 2 * c;
+    unsigned int keys[4] = {nearest_key(d[0], first), nearest_key(d[1], first + 1), nearest_key(d[2], first),
+                            nearest_key(d[3], first + 1)};
+    if (PARTIAL) {
+        if (first >= n_train) keys[0] = keys[2] = 0xffffffffu;
+        if (first + 1 >= n_train) keys[1] = keys[3] = 0xffffffffu;
+    }
+    nearest_offer(nearest[0], keys[0]);
+    nearest_offer(nearest[0], keys[1]);
+    nearest_offer(nearest[1], keys[2]);
+    nearest_offer(nearest[1], keys[3]);
+    if (BACKWARD) {
+        // Columns first and first + 1, each over the tile's 16 rows (the 8 lanes of
+        // this c): the first exchange leaves each lane one column (first + (g & 1)),
+        // so the two reductions take three shuffles, not six.
+        const unsigned int column[2] = {min(backward_key(d[0], bits_top), backward_key(d[2], bits_bottom)),
+                                        min(backward_key(d[1], bits_top), backward_key(d[3], bits_bottom))};
+        const bool odd = g & 1;
+        unsigned int key = min(odd ? column[1] : column[0],
+                               __shfl_xor_sync(0xffffffffu, odd ? column[0] : column[1], 4));
+        key = min(key, __shfl_xor_sync(0xffffffffu, key, 8));
+        key = min(key, __shfl_xor_sync(0xffffffffu, key, 16));
+        const int target = first + (int)odd;
+        if (g < 2 && key != 0xffffffffu && (!PARTIAL || target < n_train)) atomicMin(&backward_best[target], key);
+    }
+}
+
 // The nearest two train descriptors of the queries of query tile `tile` among train
 // tiles first_tile, first_tile + tile_step, ... (a warp's share of the set), the whole
 // warp working together. `fragments[s * 32 + lane]` is the tile's query operand s
@@ -158,47 +236,23 @@ __device__ __forceinline__ void tile_best2_mma(const uint4* fragments, const int
                                                int tile, const unsigned int* __restrict__ train, int n_train,
                                                int first_tile, int tile_step, unsigned int* backward_best,
                                                Best2 (&best)[2]) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const int lane = threadIdx.x & 31, g = lane >> 2;
     const int top = tile * MMA_QUERY_TILE + g, bottom = top + 8;
     const unsigned int bits_top = query_bits[top], bits_bottom = query_bits[bottom];
     const QueryOperand query = query_operand(fragments, ones, tile, lane);
-    best[0] = best2_empty();
-    best[1] = best2_empty();
-    for (int t = first_tile; t * MMA_TRAIN_TILE < n_train; t += tile_step) {
-        // This lane loads train descriptor t * 8 + g, column g of the MMA's b.
-        const int j = t * MMA_TRAIN_TILE + g;
-        int d[4];
-        tile_distances(query, train, j, j < n_train, d);
-        // d[0], d[2]: train column `first`, rows top and bottom; d[1], d[3]: first + 1.
-        const int first = t * MMA_TRAIN_TILE + 2 * c;
-        if (first + 1 >= n_train) {  // the set's last tile: columns past it offer nothing
-            if (first >= n_train) d[0] = d[2] = 0x7fffffff;
-            d[1] = d[3] = 0x7fffffff;
-        }
-        best2_offer(best[0], first, d[0]);
-        best2_offer(best[0], first + 1, d[1]);
-        best2_offer(best[1], first, d[2]);
-        best2_offer(best[1], first + 1, d[3]);
-        if (BACKWARD) {
-            unsigned int nearest[2] = {min(backward_key(d[0], bits_top), backward_key(d[2], bits_bottom)),
-                                       min(backward_key(d[1], bits_top), backward_key(d[3], bits_bottom))};
-#pragma unroll
-            for (int k = 0; k < 2; ++k)
-#pragma unroll
-                for (int offset = 4; offset < 32; offset <<= 1)
-                    nearest[k] = min(nearest[k], __shfl_xor_sync(0xffffffffu, nearest[k], offset));
-            if (g == 0) {
-                if (first < n_train && nearest[0] != 0xffffffffu) atomicMin(&backward_best[first], nearest[0]);
-                if (first + 1 < n_train && nearest[1] != 0xffffffffu)
-                    atomicMin(&backward_best[first + 1], nearest[1]);
-            }
-        }
-    }
+    NearestKeys nearest[2] = {{0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}};
+    int t = first_tile;
+    for (; (t + 1) * MMA_TRAIN_TILE <= n_train; t += tile_step)
+        offer_train_tile<BACKWARD, false>(query, train, n_train, t, bits_top, bits_bottom, backward_best, nearest);
+    if (t * MMA_TRAIN_TILE < n_train)
+        offer_train_tile<BACKWARD, true>(query, train, n_train, t, bits_top, bits_bottom, backward_best, nearest);
     // The four lanes of a quad saw disjoint columns of the same rows.
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
+    for (int r = 0; r < 2; ++r) {
 #pragma unroll
-        for (int offset = 1; offset < 4; offset <<= 1) best2_merge_lane(best[r], offset);
+        for (int offset = 1; offset < 4; offset <<= 1) nearest_merge_lane(nearest[r], offset);
+        best[r] = nearest_best2(nearest[r]);
+    }
 }
 
 #endif

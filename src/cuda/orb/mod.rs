@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 
-use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig};
+use crate::config::{Distribution, MatchConfig, MemoryMode, OrbConfig, ORB_MAX_FEATURES};
 use crate::cuda::branch::Branch;
 use crate::cuda::gpu::Gpu;
 use crate::cuda::graph::FrameGraph;
@@ -43,7 +43,7 @@ mod shapes;
 pub use crate::cuda::abi::Knn2;
 use pipeline::Overlap;
 pub use plan::OrbPlanBytes;
-use plan::{to_i32, Plan, DESCRIPTOR_BYTES};
+use plan::{Plan, DESCRIPTOR_BYTES};
 use shapes::Kernels;
 
 /// Tables that do not depend on the image size.
@@ -195,7 +195,18 @@ impl CudaOrbExtractor {
             None => Fused::None,
             Some(d) => {
                 check_same_kind(DescriptorKind::Orb256, d.kind)?;
-                let len = u32::try_from(to_i32(d.len(), "train set size")?).unwrap_or(0);
+                // The kernels key a train descriptor by its index in BACKWARD_QUERY_BITS
+                // bits, as they do a query.
+                if d.len() as u64 > ORB_MAX_FEATURES as u64 {
+                    return Err(Error::Config(ConfigError::Invalid {
+                        name: "train set".into(),
+                        reason: format!(
+                            "{} descriptors, more than the {ORB_MAX_FEATURES} a frame can have",
+                            d.len()
+                        ),
+                    }));
+                }
+                let len = u32::try_from(d.len()).unwrap_or(0);
                 Fused::Fixed(Train {
                     buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
                     count: DeviceBuffer::from_slice(&self.gpu.ctx, &[len])?,

@@ -172,11 +172,51 @@ __device__ __forceinline__ void load_quads(const float* source, int pitch, float
 }
 
 
+// The 2x bilinear upsampling of the u8 frame (`source_value`'s SOURCE_FRAME_UPSAMPLED)
+// over a span away from its first and last pixel and row, from (x_first, y_first) of
+// the level made: there output X reads frame columns (X - 1) / 2 and the next with
+// weights 1/4 and 3/4 in the order of X's parity, and no tap is clamped, so no
+// coordinate needs `upsample_taps`' floor and border branches. Every product and sum
+// of u8 values with these weights is exact in floats, so the values are the general
+// path's (and the CPU's) bit for bit, whichever path a tile takes. A warp per row,
+// a lane's columns loaded before any is stored.
+template <int MAXR>
+__device__ __noinline__ void load_upsampled_interior(const unsigned char* frame, int frame_width,
+                                                        int x_first, int y_first, float* input,
+                                                        int span_x, int span_y) {
+    constexpr int S = blur_row_stride(MAXR);
+    constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {
+        const int y = y_first + ry;
+        const float fy = (y & 1) ? 0.25f : 0.75f;
+        const unsigned char* top = frame + ((y - 1) >> 1) * frame_width;
+        const unsigned char* bottom = top + frame_width;
+        float v[COLS];
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const int rx = lane + 32 * c;
+            if (rx < span_x) {
+                const int x = x_first + rx, sx = (x - 1) >> 1;
+                const float fx = (x & 1) ? 0.25f : 0.75f;
+                const float upper = (float)top[sx] * (1.f - fx) + (float)top[sx + 1] * fx;
+                const float lower = (float)bottom[sx] * (1.f - fx) + (float)bottom[sx + 1] * fx;
+                v[c] = upper * (1.f - fy) + lower * fy;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const int rx = lane + 32 * c;
+            if (rx < span_x) input[ry * S + rx] = v[c];
+        }
+    }
+}
+
 // Loads the job's source over its tile at (x0, y0) and a halo of `halo` into `shared`,
 // rows `blur_row_stride(MAXR)` floats apart, the tile's first column at column `centre`:
 // quads where the source is an aligned plane, a row per warp with several loads in
-// flight inside the image, reflected element by element at its borders. `Job`: a
-// `LevelsJob` or a `TiledLevel`.
+// flight inside the image (the upsampled frame with fixed weights), reflected element
+// by element at its borders. `Job`: a `LevelsJob` or a `TiledLevel`.
 template <int MAXR, int LOAD_ROWS, typename Job>
 __device__ __forceinline__ void load_tile(const Job& job, const unsigned char* frame,
                                           const float* pyramid, float* shared, int centre,
@@ -211,9 +251,13 @@ __device__ __forceinline__ void load_tile(const Job& job, const unsigned char* f
             load_interior<MAXR, LOAD_ROWS>(pyramid + job.src_offset + first, pitch, step, input,
                                            S, span_x, span_y);
 #endif
+    } else if (job.source == SOURCE_FRAME_UPSAMPLED && x0 > h && y0 > h && x0 + tw + h < job.width &&
+               y0 + th + h < job.height) {
+        load_upsampled_interior<MAXR>(frame, job.src_width, x0 - h, y0 - h, input, span_x, span_y);
     } else {
-        // Tiles at the borders, and the upsampled frame: a warp per row, each row's
-        // reflection computed once, and a lane's columns loaded before any is stored.
+        // Tiles at the borders, and the upsampled frame's border tiles: a warp per row,
+        // each row's reflection computed once, and a lane's columns loaded before any is
+        // stored.
         constexpr int COLS = (TILE_W + 2 * MAXR + 31) / 32;
         const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
         for (int ry = threadIdx.x >> 5; ry < span_y; ry += warps) {

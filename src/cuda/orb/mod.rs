@@ -197,16 +197,18 @@ impl CudaOrbExtractor {
                 check_same_kind(DescriptorKind::Orb256, d.kind)?;
                 // The kernels key a train descriptor by its index in BACKWARD_QUERY_BITS
                 // bits, as they do a query.
-                if d.len() as u64 > ORB_MAX_FEATURES as u64 {
-                    return Err(Error::Config(ConfigError::Invalid {
-                        name: "train set".into(),
-                        reason: format!(
-                            "{} descriptors, more than the {ORB_MAX_FEATURES} a frame can have",
-                            d.len()
-                        ),
-                    }));
-                }
-                let len = u32::try_from(d.len()).unwrap_or(0);
+                let len = u32::try_from(d.len())
+                    .ok()
+                    .filter(|&n| i64::from(n) <= ORB_MAX_FEATURES)
+                    .ok_or_else(|| {
+                        Error::Config(ConfigError::Invalid {
+                            name: "train set".into(),
+                            reason: format!(
+                                "{} descriptors, more than the {ORB_MAX_FEATURES} a frame can have",
+                                d.len()
+                            ),
+                        })
+                    })?;
                 Fused::Fixed(Train {
                     buffer: DeviceBuffer::from_slice(&self.gpu.ctx, &d.data)?,
                     count: DeviceBuffer::from_slice(&self.gpu.ctx, &[len])?,

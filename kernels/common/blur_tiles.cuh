@@ -29,6 +29,15 @@ __device__ __forceinline__ void upsample_taps(int d, int n, int& i0, int& i1, fl
     }
 }
 
+// The upsampled value from source rows `top` and `bottom`, columns x0 and x1, at
+// fractions fx across and fy down.
+__device__ __forceinline__ float upsample_blend(const unsigned char* top, const unsigned char* bottom, int x0,
+                                                int x1, float fx, float fy) {
+    const float upper = (float)top[x0] * (1.f - fx) + (float)top[x1] * fx;
+    const float lower = (float)bottom[x0] * (1.f - fx) + (float)bottom[x1] * fx;
+    return upper * (1.f - fy) + lower * fy;
+}
+
 // The source of a job (a tiled level or a step: `source`, `src_offset`, `src_width`,
 // `src_height`, `width`) at (x, y) of the level made.
 template <typename Job>
@@ -46,11 +55,7 @@ __device__ __forceinline__ float source_value(
         float fx, fy;
         upsample_taps(x, job.src_width, x0, x1, fx);
         upsample_taps(y, job.src_height, y0, y1, fy);
-        const unsigned char* r0 = frame + y0 * job.src_width;
-        const unsigned char* r1 = frame + y1 * job.src_width;
-        float top = (float)r0[x0] * (1.f - fx) + (float)r0[x1] * fx;
-        float bottom = (float)r1[x0] * (1.f - fx) + (float)r1[x1] * fx;
-        return top * (1.f - fy) + bottom * fy;
+        return upsample_blend(frame + y0 * job.src_width, frame + y1 * job.src_width, x0, x1, fx, fy);
     }
     }
 }
@@ -198,10 +203,7 @@ __device__ __noinline__ void load_upsampled_interior(const unsigned char* frame,
             const int rx = lane + 32 * c;
             if (rx < span_x) {
                 const int x = x_first + rx, sx = (x - 1) >> 1;
-                const float fx = (x & 1) ? 0.25f : 0.75f;
-                const float upper = (float)top[sx] * (1.f - fx) + (float)top[sx + 1] * fx;
-                const float lower = (float)bottom[sx] * (1.f - fx) + (float)bottom[sx + 1] * fx;
-                v[c] = upper * (1.f - fy) + lower * fy;
+                v[c] = upsample_blend(top, bottom, sx, sx + 1, (x & 1) ? 0.25f : 0.75f, fy);
             }
         }
 #pragma unroll

@@ -4,16 +4,12 @@
 // window leave no lane idle and no lane divides to find its pixel.
 #pragma once
 
+#include "common/warp_scan.cuh"
+
 // The exclusive prefix sum of `length` over the warp's lanes (this lane's run starts
 // at sample `start`); returns the batch's number of samples.
 __device__ __forceinline__ int row_runs_scan(int length, int& start) {
-    const int lane = (int)(threadIdx.x & 31u);
-    int end = length;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        int below = __shfl_up_sync(0xffffffffu, end, offset);
-        if (lane >= offset) end += below;
-    }
+    const int end = warp_inclusive_sum(length);
     start = end - length;
     return __shfl_sync(0xffffffffu, end, 31);
 }

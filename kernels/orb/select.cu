@@ -24,6 +24,7 @@
 #include "common/harris.cuh"
 #include "common/orb_params.cuh"
 #include "common/warp_append.cuh"
+#include "common/warp_scan.cuh"
 
 // ORB_SCORE_BINS (bins of a level's FAST-score histogram), RANK_BINS (bins of a level's
 // ranks k), SELECT_THREADS (threads of an orb_select_candidates block) and PLACE_WARPS
@@ -33,17 +34,6 @@
 // Candidate j comes before candidate i in (key desc, y asc, x asc).
 __device__ __forceinline__ bool comes_before(long long key_j, unsigned int yx_j, long long key_i, unsigned int yx_i) {
     return (key_j > key_i) | ((key_j == key_i) & (yx_j < yx_i));  // no branches
-}
-
-// The sum of `value` over lanes 0..lane of the warp (every lane takes part).
-__device__ __forceinline__ unsigned int warp_inclusive_sum(unsigned int value) {
-    const int lane = threadIdx.x % 32;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        const unsigned int other = __shfl_up_sync(0xffffffffu, value, offset);
-        if (lane >= offset) value += other;
-    }
-    return value;
 }
 
 // The digit d of `bins` (256 counters) holding the `want`-th smallest value (1-based)

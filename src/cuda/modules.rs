@@ -53,6 +53,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/small_quotient.cuh"),
     kernel_file!("common/grid_barrier.cuh"),
     kernel_file!("common/warp_append.cuh"),
+    kernel_file!("common/warp_scan.cuh"),
     kernel_file!("common/best2.cuh"),
     kernel_file!("common/hamming.cuh"),
     kernel_file!("common/hamming_mma.cuh"),

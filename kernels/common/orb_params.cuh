@@ -99,7 +99,7 @@ ABI_OFFSET(OrbPyramidParams, padding, 292);
 struct OrbFastScoreParams {
     const unsigned char* pyramid;
     const OrbLevel* level_table;
-    const unsigned int* arc_bits;  // the 65,536-bit arc table
+    const unsigned int* arc_bits;  // the 65,536-bit arc table, where the masks decide (common/fast_ring.cuh)
     unsigned char* scores;
     unsigned int* corner_bits;     // a bit per corner at `threshold` that may survive NMS
     unsigned char* smoothed;       // same layout as `pyramid`

@@ -1,127 +1,12 @@
-// oFAST (bitmasks + lookup table) and the descriptors' smoothing on every pyramid
+// oFAST (common/fast_ring.cuh) and the descriptors' smoothing on every pyramid
 // level in one launch (2D tiles in shared memory), then per grid cell its threshold,
 // 3x3 non-maximum suppression and compaction of the survivors in one launch
 // (docs/orb-reference.md sections 2-4, 7).
+#include "common/fast_ring.cuh"
 #include "common/levels.cuh"
 #include "common/orb_params.cuh"
 #include "common/pixel_words.cuh"
 #include "common/warp_append.cuh"
-
-#define ARC_WORDS 2048  // 65,536 bits: ARC[m] = m has 9+ circularly contiguous set bits
-
-__device__ __forceinline__ bool arc_lookup(const unsigned int* arc, unsigned int mask) {
-    return (__popc(mask) >= 9) && ((arc[mask >> 5] >> (mask & 31u)) & 1u);
-}
-
-// Offset of ring pixel i (OpenCV's offsets16 order) in a tile of row pitch `pitch`;
-// constant after unrolling, so the offsets fold into the loads.
-template <int pitch>
-__device__ __forceinline__ int ring_offset(int i) {
-    constexpr int dx[16] = {0, 1, 2, 3, 3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1};
-    constexpr int dy[16] = {3, 3, 2, 1, 0, -1, -2, -3, -3, -3, -2, -1, 0, 1, 2, 3};
-    return dy[i] * pitch + dx[i];
-}
-
-// The ring pixels of the pixel at `p`, packed four per word: byte k of word w = ring
-// pixel 4k + w (the masks' input; in this order ring_mask gathers the mask bits in
-// ring order with one shift and one logic op per word).
-template <int pitch>
-__device__ __forceinline__ void load_ring(const unsigned char* p, unsigned int* ring) {
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        unsigned int word = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) word |= (unsigned int)p[ring_offset<pitch>(4 * k + w)] << (8 * k);
-        ring[w] = word;
-    }
-}
-
-#define BYTE_TOPS 0x80808080u
-#define BYTE_LOW7 0x7f7f7f7fu
-#define BYTE_ONES 0x01010101u
-
-// Unsigned a > b in every byte, valid in each byte's top bit only (the other bits are
-// garbage, ring_mask drops them); `b_low` is (b & 0x7f7f7f7f) + 0x01010101. Per byte,
-// (a | 0x80) - ((b & 0x7f) + 1) stays within 0..254, so no borrow crosses bytes, and
-// its top bit says whether a's low seven bits exceed b's; the top bits of a and b then
-// decide by majority (a's set and b's clear: greater; equal: the low bits' answer).
-// sm_90 has no byte-SIMD compare: __vcmpgtu4 is emulated in 6 instructions plus 4 to
-// turn its 0x00 / 0xff bytes into bits; this takes 3.
-__device__ __forceinline__ unsigned int bytes_greater(unsigned int a, unsigned int b, unsigned int b_low) {
-    const unsigned int low = (a | BYTE_TOPS) - b_low;
-    return (a & ~b) | (low & (a | ~b));  // majority(a, ~b, low): one LOP3
-}
-
-// The 16-bit mask (bit i = ring pixel i) of bytes_greater's top bits over the four
-// ring words of load_ring: the top bit of byte k of word w moves to bit 8k + w, then
-// the bytes' nibbles fold into 16 bits.
-__device__ __forceinline__ unsigned int ring_mask(const unsigned int* greater) {
-    unsigned int nibbles = 0;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) nibbles |= (greater[w] >> (7 - w)) & (BYTE_ONES << w);
-    const unsigned int pairs = nibbles | (nibbles >> 4);  // byte 0: pixels 0-7, byte 2: 8-15
-    return __byte_perm(pairs, 0u, 0x4420);
-}
-
-// The corner decision at `threshold`: bright/dark 16-bit masks without branches, at
-// least 9 set bits, then the arc table.
-__device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const unsigned int* arc, int threshold) {
-    // c + t and c - t saturate to 255 and 0, where "r > 255" and "r < 0" are false,
-    // exactly as the i32 comparisons of the reference.
-    const unsigned int above = (unsigned int)min(c + threshold, 255) * BYTE_ONES;
-    const unsigned int below = (unsigned int)max(c - threshold, 0) * BYTE_ONES;
-    const unsigned int above_low = (above & BYTE_LOW7) + BYTE_ONES;
-    unsigned int brighter[4], darker[4];
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-        brighter[w] = bytes_greater(ring[w], above, above_low);
-        darker[w] = bytes_greater(below, ring[w], (ring[w] & BYTE_LOW7) + BYTE_ONES);
-    }
-    return arc_lookup(arc, ring_mask(brighter)) || arc_lookup(arc, ring_mask(darker));
-}
-
-// Largest t at which the pixel at `p` is a corner: over the 16 arcs A of 9 ring
-// pixels, max(min_A(r - c), min_A(c - r)) - 1 = max(max_A min_A r - c, c - min_A max_A r) - 1.
-// So a pixel is_corner at t exactly when its score is >= t.
-// One 32-bit value per ring pixel and three-input min/max (__vimin3_s32 and
-// __vimax3_s32, single DPX instructions on sm_90): arcs of 3, then arcs of 9 as three
-// arcs of 3. Packed-byte min/max (__vminu4) has no instruction of its own there.
-template <int pitch>
-__device__ __forceinline__ int fast_score(const unsigned char* p) {
-    int r[16], low3[16], high3[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) r[i] = p[ring_offset<pitch>(i)];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        low3[i] = __vimin3_s32(r[i], r[(i + 1) & 15], r[(i + 2) & 15]);
-        high3[i] = __vimax3_s32(r[i], r[(i + 1) & 15], r[(i + 2) & 15]);
-    }
-    int best_low = 0, best_high = 255;  // max over arcs of their minimum, min of their maximum
-#pragma unroll
-    for (int i = 0; i < 16; i += 2) {
-        best_low = __vimax3_s32(best_low, __vimin3_s32(low3[i], low3[(i + 3) & 15], low3[(i + 6) & 15]),
-                                __vimin3_s32(low3[i + 1], low3[(i + 4) & 15], low3[(i + 7) & 15]));
-        best_high = __vimin3_s32(best_high, __vimax3_s32(high3[i], high3[(i + 3) & 15], high3[(i + 6) & 15]),
-                                 __vimax3_s32(high3[i + 1], high3[(i + 4) & 15], high3[(i + 7) & 15]));
-    }
-    const int c = p[0];
-    return max(best_low - c, c - best_high) - 1;
-}
-
-// A necessary condition for a corner at `threshold` (OpenCV's first FAST test): an arc
-// of 9 ring pixels holds pixel 0 or 8 and pixel 4 or 12, so all of one of those pairs
-// cannot be on the wrong side. It reads 5 pixels instead of 17 and rejects 73 to 93 %
-// of the pixels of the four bench images (graf1, leuvenA, basketball1, rubberwhale1)
-// at 1080p, threshold 7.
-template <int pitch>
-__device__ __forceinline__ bool may_be_corner(const unsigned char* p, int threshold) {
-    const int c = p[0];
-    const int r0 = p[ring_offset<pitch>(0)], r4 = p[ring_offset<pitch>(4)];
-    const int r8 = p[ring_offset<pitch>(8)], r12 = p[ring_offset<pitch>(12)];
-    const bool bright = min(max(r0, r8), max(r4, r12)) > c + threshold;
-    const bool dark = max(min(r0, r8), min(r4, r12)) < c - threshold;
-    return bright || dark;
-}
 
 // Tiles of the score pass: 64 x 32 pixels, staged in shared memory with the ring's
 // 3-pixel halo, so each pixel's ring loads hit shared memory. Warp w owns rows
@@ -305,6 +190,72 @@ __device__ __forceinline__ bool on_tile_border(int r, int c) {
     return r == 0 || r == SCORE_TILE_H - 1 || c == 0 || c == SCORE_TILE_W - 1;
 }
 
+// The corners among a warp's `listed` pre-test survivors, 32 at a time, moved down the
+// list in place (an entry is written at or below its own index, after the whole warp
+// has read its 32); their scores go to the level's map (`level_scores`, the tile at
+// (x0, y0)) and to the tile's. Returns their number.
+#if FAST_SCORE_DECIDES
+__device__ __forceinline__ int keep_corners(const unsigned char (*pixels)[SCORE_PITCH], int threshold,
+                                            unsigned short* list, int listed, unsigned char* level_scores,
+                                            int width, int x0, int y0, unsigned char (*tile_scores)[SCORE_TILE_W]) {
+    const int lane = threadIdx.x % 32;
+    const unsigned int lanes_below = (1u << lane) - 1u;
+    int corners = 0;
+    for (int base = 0; base < listed; base += 32) {
+        const int j = base + lane;
+        const int k = list[min(j, listed - 1)];
+        const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+        const int score = fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
+        const bool corner = j < listed && score >= threshold;
+        const unsigned int found = __ballot_sync(0xffffffffu, corner);
+        __syncwarp();
+        if (corner) {
+            list[corners + __popc(found & lanes_below)] = (unsigned short)k;
+            level_scores[(y0 + r) * width + x0 + c] = (unsigned char)score;
+            tile_scores[r][c] = (unsigned char)score;
+        }
+        corners += __popc(found);
+    }
+    return corners;
+}
+#else
+// The masks and the arc table (`arc`, staged in shared memory) decide, then the
+// corners are scored.
+__device__ __forceinline__ int keep_corners(const unsigned char (*pixels)[SCORE_PITCH], const unsigned int* arc,
+                                            int threshold, unsigned short* list, int listed,
+                                            unsigned char* level_scores, int width, int x0, int y0,
+                                            unsigned char (*tile_scores)[SCORE_TILE_W]) {
+    const int lane = threadIdx.x % 32;
+    const unsigned int lanes_below = (1u << lane) - 1u;
+    int corners = 0;
+    for (int base = 0; base < listed; base += 32) {
+        const int j = base + lane;
+        const int k = j < listed ? list[j] : 0;
+        const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+        bool corner = false;
+        if (j < listed) {
+            const unsigned char* pixel = &pixels[r + RING_RADIUS][c + RING_RADIUS];
+            unsigned int ring[4];
+            load_ring<SCORE_PITCH>(pixel, ring);
+            corner = is_corner(ring, pixel[0], arc, threshold);
+        }
+        const unsigned int found = __ballot_sync(0xffffffffu, corner);
+        __syncwarp();
+        if (corner) list[corners + __popc(found & lanes_below)] = (unsigned short)k;
+        corners += __popc(found);
+    }
+    __syncwarp();
+    for (int j = lane; j < corners; j += 32) {
+        const int k = list[j];
+        const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
+        const unsigned char score = (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
+        level_scores[(y0 + r) * width + x0 + c] = score;
+        tile_scores[r][c] = score;
+    }
+    return corners;
+}
+#endif
+
 // s(p) for every pixel of levels first_level .. n_levels - 1 (0 outside the ring-safe
 // area and for pixels that are no corner at `threshold`, the lowest threshold any cell
 // uses), its bit in `corner_bits` for every corner that may survive the 3x3
@@ -312,21 +263,22 @@ __device__ __forceinline__ bool on_tile_border(int r, int c) {
 // their tile's scores, and every corner on a tile's border, whose neighbours the cell
 // scan compares), and the smoothed levels the descriptors sample, from the same
 // staged tiles.
-// Launched twice (src/cuda/orb.rs): level 0, the frame, beside orb_pyramid, then the
-// resized levels after it. Blocks take (level, tile) work items from a queue (a
-// persistent grid). Each warp works on its own pixels in three steps, each compacting
-// its survivors into the warp's shared-memory list (__ballot_sync): OpenCV's 5-pixel
-// pre-test; the decision by bright/dark masks and the 65,536-bit arc table staged in
-// shared memory; the score, of corners only.
+// Launched twice (src/cuda/orb/launch.rs): level 0, the frame, beside orb_pyramid,
+// then the resized levels after it. Blocks take (level, tile) work items from a queue
+// (a persistent grid). Each warp works on its own pixels, compacting the survivors of
+// each step into the warp's shared-memory list (__ballot_sync): OpenCV's 5-pixel
+// pre-test, then keep_corners.
 // The only block barriers are after the staging and before the smoothing's vertical
 // pass, so the warps of a block never wait for each other's short lists. At most 40
 // registers: 6 blocks per SM instead of 4, full occupancy on Orin (sm_87, 1,536
 // threads per SM). On 8 SMs the kernel is bound by instruction issue, so every step
-// counts instructions per pixel: byte dot products for the smoothing, 3-instruction
-// byte compares for the masks, no bounds checks on interior tiles: a quarter fewer
-// instructions and time for this kernel on 8 SMs of an H200 at 1080p.
+// counts instructions per pixel: byte dot products for the smoothing, the score as the
+// decision where DPX makes it cheap, no bounds checks on interior tiles.
 extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(const OrbFastScoreParams p) {
+#if !FAST_SCORE_DECIDES
     __shared__ unsigned int arc[ARC_WORDS];
+    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = __ldg(&p.arc_bits[i]);
+#endif
     __shared__ OrbLevel levels[ORB_MAX_LEVELS];
     __shared__ int first_tiles[ORB_MAX_LEVELS + 1];
     __shared__ __align__(4) unsigned char pixels[SCORE_SPAN_H][SCORE_PITCH];
@@ -334,7 +286,6 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
     __shared__ unsigned short candidates[SCORE_WARPS][WARP_PIXELS];  // r * SCORE_TILE_W + c
     __shared__ unsigned int corner_words[SCORE_WARPS][WARP_ROWS * 2];  // the warp's rows' bitmap words
     __shared__ __align__(4) unsigned char tile_scores[SCORE_TILE_H][SCORE_TILE_W];  // the tile's s(p)
-    for (int i = threadIdx.x; i < ARC_WORDS; i += blockDim.x) arc[i] = __ldg(&p.arc_bits[i]);
     load_levels(levels, p.level_table, p.n_levels);
     __syncthreads();
     band_tile_firsts(first_tiles, levels, p.rows, p.n_levels, SCORE_TILE_W);
@@ -374,37 +325,16 @@ extern "C" __global__ void __launch_bounds__(SCORE_THREADS, 6) orb_fast_score(co
                                                                  tile.x0, tile.y0, list)
                                     : pre_test_warp_pixels<false>(pixels, p.threshold, level_scores, width, height,
                                                                   tile.x0, tile.y0, list);
-        // The decision on the pre-test's survivors, 32 at a time; corners move down the
-        // list in place (an entry is written at or below its own index, after the whole
-        // warp has read its 32). The barrier also orders the pre-test's zero scores
-        // before the score pass's writes of the same bytes by other lanes.
+        // The barrier orders the pre-test's zero scores before the corners' scores
+        // that other lanes write to the same bytes.
         __syncwarp();
-        int corners = 0;
-        for (int base = 0; base < listed; base += 32) {
-            const int j = base + lane;
-            const int k = j < listed ? list[j] : 0;
-            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            bool corner = false;
-            if (j < listed) {
-                const unsigned char* pixel = &pixels[r + RING_RADIUS][c + RING_RADIUS];
-                unsigned int ring[4];
-                load_ring<SCORE_PITCH>(pixel, ring);
-                corner = is_corner(ring, pixel[0], arc, p.threshold);
-            }
-            const unsigned int found = __ballot_sync(0xffffffffu, corner);
-            __syncwarp();
-            if (corner) list[corners + __popc(found & lanes_below)] = (unsigned short)k;
-            corners += __popc(found);
-        }
-        __syncwarp();
-        for (int j = lane; j < corners; j += 32) {
-            const int k = list[j];
-            const int r = k / SCORE_TILE_W, c = k % SCORE_TILE_W;
-            const unsigned char score =
-                (unsigned char)fast_score<SCORE_PITCH>(&pixels[r + RING_RADIUS][c + RING_RADIUS]);
-            level_scores[(tile.y0 + r) * width + tile.x0 + c] = score;
-            tile_scores[r][c] = score;
-        }
+#if FAST_SCORE_DECIDES
+        const int corners = keep_corners(pixels, p.threshold, list, listed, level_scores, width, tile.x0, tile.y0,
+                                         tile_scores);
+#else
+        const int corners = keep_corners(pixels, arc, p.threshold, list, listed, level_scores, width, tile.x0,
+                                         tile.y0, tile_scores);
+#endif
         // Every row sum and score is written and every read of `pixels` done: the next
         // tile's staging waits at its own barrier for this tile's vertical pass.
         __syncthreads();

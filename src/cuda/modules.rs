@@ -59,6 +59,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/hamming_mma.cuh"),
     kernel_file!("common/sift_octaves.cuh"),
     kernel_file!("common/fast_atan2.cuh"),
+    kernel_file!("common/fast_ring.cuh"),
     kernel_file!("common/harris.cuh"),
     kernel_file!("common/row_runs.cuh"),
     kernel_file!("common/block_queue.cuh"),

@@ -55,7 +55,7 @@ impl Kernels {
     ) -> Result<()> {
         // SAFETY: `p` is `orb_fast_score`'s parameter struct; the caller vouches for the
         // pyramid, scores, corner bitmap and smoothed buffers of the level table and the
-        // 65,536-bit arc table.
+        // 65,536-bit arc table (read on GPUs where the masks decide).
         unsafe { self.fast_score.launch(stream, config, p) }
     }
 

@@ -24,7 +24,7 @@ __device__ __forceinline__ int ring_offset(int i) {
 // one minimum gives an arc's darkest pixel in the low half and 255 - its brightest in
 // the high half: both sides of the score in one instruction per step. A round of 32
 // pre-test survivors takes 96 instructions on sm_90, where the masks and the table
-// took 152 to decide (and the corners then needed their score all the same).
+// take 152 to decide (and the corners then need their score all the same).
 #define FAST_SCORE_DECIDES 1
 
 __device__ __forceinline__ unsigned int ring_pair(unsigned int r) { return r * 0xffff0001u + 0x00ff0000u; }
@@ -115,6 +115,7 @@ __device__ __forceinline__ bool is_corner(const unsigned int* ring, int c, const
     return arc_lookup(arc, ring_mask(brighter)) || arc_lookup(arc, ring_mask(darker));
 }
 
+// Each side in its own 32-bit values.
 template <int pitch>
 __device__ __forceinline__ int fast_score(const unsigned char* p) {
     int r[16], low3[16], high3[16];
@@ -136,7 +137,6 @@ __device__ __forceinline__ int fast_score(const unsigned char* p) {
     const int c = p[0];
     return max(best_low - c, c - best_high) - 1;
 }
-
 #endif
 
 // A necessary condition for a corner at `threshold` (OpenCV's first FAST test): an arc

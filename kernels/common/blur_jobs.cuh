@@ -29,8 +29,13 @@ struct LevelsJob {
     int radius[MAX_STEP_LEVELS];
     int gauss_out[MAX_STEP_LEVELS];  // first float of level k, -1: not stored
     int dog_out[MAX_STEP_LEVELS];    // first float of level k - level k-1 (k >= 1), -1: none
+    // Its rows of tiles' counters among the frame's (common/tile_flow.cuh), and those of
+    // the job making its source (-1: the source is the frame), with that job's tiles.
+    int rows_done;
+    int src_rows_done;
+    int src_tile_h, src_tiles_x;
 };
-ABI_SIZE(LevelsJob, 112);
+ABI_SIZE(LevelsJob, 128);
 ABI_OFFSET(LevelsJob, source, 0);
 ABI_OFFSET(LevelsJob, src_offset, 4);
 ABI_OFFSET(LevelsJob, src_width, 8);
@@ -47,6 +52,10 @@ ABI_OFFSET(LevelsJob, taps, 48);
 ABI_OFFSET(LevelsJob, radius, 64);
 ABI_OFFSET(LevelsJob, gauss_out, 80);
 ABI_OFFSET(LevelsJob, dog_out, 96);
+ABI_OFFSET(LevelsJob, rows_done, 112);
+ABI_OFFSET(LevelsJob, src_rows_done, 116);
+ABI_OFFSET(LevelsJob, src_tile_h, 120);
+ABI_OFFSET(LevelsJob, src_tiles_x, 124);
 
 // One level of a small octave blurred from the level below (kernels/sift/small_octaves.cu),
 // made by the block that makes the octaves' chain (levels 1..n) or their tail (n+1, n+2).

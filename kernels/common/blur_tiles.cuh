@@ -362,14 +362,14 @@ __device__ __forceinline__ float* tile_arrays(int max_halo, float*& cols) {
 }
 
 // The job of the launch's tile t (jobs are in tile order, each from its `tile_start`),
-// and the tile's origin (x0, y0) in that job's level.
+// the tile's origin (x0, y0) in that job's level and its row of tiles.
 __device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, int n_jobs, int t,
-                                           int& x0, int& y0) {
+                                           int& x0, int& y0, int& row) {
     int j = 0;
     while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
     const LevelsJob& job = jobs[j];
     const int tile = t - job.tile_start;  // under 2^21: a level has fewer tiles than pixels
-    const int row = small_quotient(tile, job.tiles_x);
+    row = small_quotient(tile, job.tiles_x);
     x0 = (tile - row * job.tiles_x) * job.tile_w;
     y0 = row * job.tile_h;
     return j;
@@ -377,9 +377,12 @@ __device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, i
 
 // A tiled blur kernel: STAGE, which blurs every tile of a launch's jobs grid-strided,
 // compiled for radii up to MAXR, with MIN_BLOCKS blocks per SM (the registers it may use).
-#define TILED_BLUR_KERNEL(NAME, STAGE, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT)                  \
+// OVERLAPPED: the copy whose launches overlap the launches before it
+// (common/tile_flow.cuh, sm_90 and later); the other copy is given no counters, so none
+// of that is compiled into it.
+#define TILED_BLUR_KERNEL(NAME, STAGE, MAXR, MIN_BLOCKS, LOAD_ROWS, EXACT, OVERLAPPED)       \
     extern "C" __global__ void __launch_bounds__(BLUR_THREADS, MIN_BLOCKS)                   \
         NAME(const SiftTiledParams p) {                                                      \
         STAGE<MAXR, LOAD_ROWS, EXACT>(p.jobs, p.n_jobs, p.total_tiles, p.max_radius, p.frame, \
-                                      p.pyramid, p.taps);                                    \
+                                      p.pyramid, p.taps, OVERLAPPED ? p.rows_done : nullptr); \
     }

@@ -19,20 +19,22 @@ struct SiftTiledParams {
     const unsigned char* frame;
     float* pyramid;
     const float* taps;
+    unsigned int* rows_done;  // the frame's tile-row counters (common/tile_flow.cuh)
     int n_jobs;
     int total_tiles;
     int max_radius;
     int padding;
 };
-ABI_SIZE(SiftTiledParams, 48);
+ABI_SIZE(SiftTiledParams, 56);
 ABI_OFFSET(SiftTiledParams, jobs, 0);
 ABI_OFFSET(SiftTiledParams, frame, 8);
 ABI_OFFSET(SiftTiledParams, pyramid, 16);
 ABI_OFFSET(SiftTiledParams, taps, 24);
-ABI_OFFSET(SiftTiledParams, n_jobs, 32);
-ABI_OFFSET(SiftTiledParams, total_tiles, 36);
-ABI_OFFSET(SiftTiledParams, max_radius, 40);
-ABI_OFFSET(SiftTiledParams, padding, 44);
+ABI_OFFSET(SiftTiledParams, rows_done, 32);
+ABI_OFFSET(SiftTiledParams, n_jobs, 40);
+ABI_OFFSET(SiftTiledParams, total_tiles, 44);
+ABI_OFFSET(SiftTiledParams, max_radius, 48);
+ABI_OFFSET(SiftTiledParams, padding, 52);
 
 // The parameters of `sift_small_octaves` (kernels/sift/small_octaves.cu): its `n_jobs`
 // levels in order, the largest `max_width` x `max_height` with radii up to `pad`, and the

@@ -27,10 +27,13 @@
 //
 // Level 0 of octave 0 reads the u8 frame (upsampled 2x, bilinear, when asked); the
 // base of a later octave is every second pixel of level n of the octave before.
+// Where the host overlaps a frame's launches (the `_overlapped` copy, sm_90 on), tiles
+// wait for and publish rows of tiles (common/tile_flow.cuh).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 #include "common/sift_params.cuh"
 #include "common/blur_tiles.cuh"
+#include "common/tile_flow.cuh"
 
 // TILE_W x TILE_H, the largest tile (the shared arrays are sized for it), BLUR_THREADS,
 // MAX_STEP_LEVELS and the two kernels' radii (STEP_RADIUS, BLUR_MAX_RADIUS) are -D
@@ -125,16 +128,22 @@ template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs, int n_jobs,
                                              int total_tiles, int max_halo,
                                              const unsigned char* __restrict__ frame,
-                                             float* pyramid, const float* __restrict__ taps) {
+                                             float* pyramid, const float* __restrict__ taps,
+                                             unsigned int* rows_done) {
     constexpr int S = blur_row_stride(MAXR);
     float* cols;
     float* shared = tile_arrays<MAXR>(max_halo, cols);
+    int stored = -1;  // the counter of the block's stored tile not yet published
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        int x0, y0;
-        const LevelsJob& job = jobs[job_of_tile(jobs, n_jobs, t, x0, y0)];
+        if (t + (int)gridDim.x >= total_tiles) allow_dependents(rows_done);
+        int x0, y0, row;
+        const LevelsJob& job = jobs[job_of_tile(jobs, n_jobs, t, x0, y0, row)];
         const int tw = job.tile_w, th = job.tile_h, halo = job.halo;
+        wait_for_source(rows_done, job, y0, halo);
         load_tile<MAXR, LOAD_ROWS>(job, frame, pyramid, shared, MAXR, job.halo, x0, y0);
         __syncthreads();
+        publish_tile(rows_done, stored);  // the block's tile before this one
+        stored = tile_row_counter(rows_done, job, row);
 
         const TileItems items{th * (tw / RUN), __ffs(tw) - 3};
         // Planes whose rows start 16-byte aligned take float4 stores (uniform per job).
@@ -178,10 +187,15 @@ __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs,
         }
         __syncthreads();  // the next tile reuses the input tile
     }
+    publish_tile(rows_done, stored);
+    wait_for_launch_before(rows_done);
 }
 
 // One kernel per window size, so each keeps only the registers its radius needs;
 // the host launches, per stage, the smallest that holds the stage's widest halo.
 static_assert(STEP_RADIUS % 4 == 0 && BLUR_MAX_RADIUS % 4 == 0, "quads of outputs start a float4");
-TILED_BLUR_KERNEL(sift_levels_r24, levels_stage, STEP_RADIUS, 4, 2, true)
-TILED_BLUR_KERNEL(sift_levels_r32, levels_stage, BLUR_MAX_RADIUS, 1, 2, false)
+TILED_BLUR_KERNEL(sift_levels_r24, levels_stage, STEP_RADIUS, 4, 2, true, false)
+TILED_BLUR_KERNEL(sift_levels_r32, levels_stage, BLUR_MAX_RADIUS, 1, 2, false, false)
+#if TILE_FLOW
+TILED_BLUR_KERNEL(sift_levels_r24_overlapped, levels_stage, STEP_RADIUS, 4, 2, true, true)
+#endif

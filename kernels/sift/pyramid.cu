@@ -20,10 +20,14 @@
 // of o exists), so one launch may carry a job of each of two octaves; levels above n,
 // which no later octave waits for, run on a side branch of the frame's graph
 // (src/cuda/sift/launch.rs).
+// Where the host overlaps a frame's launches (the `_overlapped` copies, sm_90 on), a tile
+// first waits for the rows of its source it reads, and its row's counter counts it once
+// stored (common/tile_flow.cuh).
 #include "common/sift_octaves.cuh"
 #include "common/blur_jobs.cuh"
 #include "common/sift_params.cuh"
 #include "common/blur_tiles.cuh"
+#include "common/tile_flow.cuh"
 
 // TILE_W x TILE_H, the largest tile (the shared arrays are sized for it),
 // BLUR_THREADS and the three kernels' radii (BLUR_NARROW_RADIUS, BLUR_MEDIUM_RADIUS,
@@ -145,17 +149,24 @@ __device__ __forceinline__ void blur_tile_exact(
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(
     const LevelsJob* __restrict__ jobs, int n_jobs, int total_tiles, int max_radius,
-    const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps) {
+    const unsigned char* __restrict__ frame, float* pyramid, const float* __restrict__ taps,
+    unsigned int* rows_done) {
     float* cols;
     float* shared = tile_arrays<MAXR>(max_radius, cols);
+    int stored = -1;  // the counter of the block's stored tile not yet published
     for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        int x0, y0;
-        const TiledLevel job = tiled_level(jobs[job_of_tile(jobs, n_jobs, t, x0, y0)]);
+        if (t + (int)gridDim.x >= total_tiles) allow_dependents(rows_done);
+        int x0, y0, row;
+        const LevelsJob& levels = jobs[job_of_tile(jobs, n_jobs, t, x0, y0, row)];
+        const TiledLevel job = tiled_level(levels);
         const int r = job.radius;
+        wait_for_source(rows_done, levels, y0, r);
         // Column 0 of the tile's input in the passes' shifted layout.
         const int centre = EXACT ? exact_centre(r) : MAXR;
         load_tile<MAXR, LOAD_ROWS>(job, frame, pyramid, shared, centre, r, x0, y0);
         __syncthreads();
+        publish_tile(rows_done, stored);  // the block's tile before this one
+        stored = tile_row_counter(rows_done, levels, row);
         const float* w = taps + job.taps + r;  // w[0..r]: the kernel is symmetric
         if constexpr (EXACT)
             blur_tile_exact<MAXR, MAXR>(job, w, shared, cols, pyramid, x0, y0);
@@ -163,6 +174,8 @@ __device__ __forceinline__ void blur_dog_stage(
             blur_tile<MAXR, MAXR, MAXR, false>(job, r, w, shared, cols, pyramid, x0, y0);
         __syncthreads();  // the next tile reuses the shared arrays
     }
+    publish_tile(rows_done, stored);
+    wait_for_launch_before(rows_done);
 }
 
 // One kernel per window size, so each keeps only the registers its radius needs;
@@ -179,6 +192,10 @@ __device__ __forceinline__ void blur_dog_stage(
 #else
 #define BLUR_R8_MIN_BLOCKS 4
 #endif
-TILED_BLUR_KERNEL(sift_blur_dog_r8, blur_dog_stage, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true)
-TILED_BLUR_KERNEL(sift_blur_dog_r16, blur_dog_stage, BLUR_MEDIUM_RADIUS, 4, 2, true)
-TILED_BLUR_KERNEL(sift_blur_dog_r32, blur_dog_stage, BLUR_MAX_RADIUS, 1, 2, false)
+TILED_BLUR_KERNEL(sift_blur_dog_r8, blur_dog_stage, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true, false)
+TILED_BLUR_KERNEL(sift_blur_dog_r16, blur_dog_stage, BLUR_MEDIUM_RADIUS, 4, 2, true, false)
+TILED_BLUR_KERNEL(sift_blur_dog_r32, blur_dog_stage, BLUR_MAX_RADIUS, 1, 2, false, false)
+#if TILE_FLOW
+TILED_BLUR_KERNEL(sift_blur_dog_r8_overlapped, blur_dog_stage, BLUR_NARROW_RADIUS, BLUR_R8_MIN_BLOCKS, 2, true, true)
+TILED_BLUR_KERNEL(sift_blur_dog_r16_overlapped, blur_dog_stage, BLUR_MEDIUM_RADIUS, 4, 2, true, true)
+#endif

@@ -319,6 +319,14 @@ pub struct LevelsJob {
     pub gauss_out: [i32; MAX_STEP_LEVELS],
     /// First float of level k - level k-1 (k >= 1), -1: none.
     pub dog_out: [i32; MAX_STEP_LEVELS],
+    /// Its rows of tiles' counters among the frame's tile-row counters
+    /// (kernels/common/tile_flow.cuh).
+    pub rows_done: i32,
+    /// Those of the job making its source, -1 when the source is the frame, with that
+    /// job's tile height and tiles per row.
+    pub src_rows_done: i32,
+    pub src_tile_h: i32,
+    pub src_tiles_x: i32,
 }
 
 /// One level of a small SIFT octave blurred from the level below (`BlurJob`,
@@ -442,6 +450,10 @@ mod tests {
                 radius,
                 gauss_out,
                 dog_out,
+                rows_done,
+                src_rows_done,
+                src_tile_h,
+                src_tiles_x,
             }),
         ];
         tables

@@ -1,7 +1,9 @@
 //! A kernel function that knows its own name, so that a failed launch says which
 //! kernel failed (`CudaError::Kernel`) instead of a bare driver error.
 
-use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchArgs};
+use std::ffi::c_void;
+
+use cudarc::driver::{sys, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchArgs};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::cuda::gpu::{Gpu, GpuDevice};
@@ -82,6 +84,57 @@ impl Kernel {
     ) -> Result<()> {
         // SAFETY: the caller's contract: `params` is the kernel's one parameter.
         unsafe { self.queue(stream, params, |args| args.launch_cooperative(config)) }
+    }
+
+    /// [`launch`](Self::launch) with programmatic stream serialization (sm_90 and
+    /// later): the kernel may start once every block of the kernel before it on
+    /// `stream` has let its dependents start (`griddepcontrol.launch_dependents`), or
+    /// ended. Captured into a graph, its edges from the kernels before it are
+    /// programmatic.
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch), and the kernel waits for whatever it reads of the
+    /// kernels before it (kernels/common/tile_flow.cuh).
+    pub unsafe fn launch_programmatic<P: DeviceRepr>(
+        &self,
+        stream: &CudaStream,
+        config: LaunchConfig,
+        params: &P,
+    ) -> Result<()> {
+        // SAFETY: a union of plain integers and structs of them: all zeros is a value.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let launch = sys::CUlaunchConfig {
+            gridDimX: config.grid_dim.0,
+            gridDimY: config.grid_dim.1,
+            gridDimZ: config.grid_dim.2,
+            blockDimX: config.block_dim.0,
+            blockDimY: config.block_dim.1,
+            blockDimZ: config.block_dim.2,
+            sharedMemBytes: config.shared_mem_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        let mut args = [params as *const P as *mut c_void];
+        stream.context().bind_to_thread()?;
+        // SAFETY: `launch` and `attribute` live across the call; `args` holds the one
+        // parameter the kernel takes (the caller's contract), read during the call.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &launch,
+                self.function.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(|source| self.error(source))
     }
 
     /// Pushes `params` and queues the kernel with `start`, naming the kernel in an error.

@@ -66,6 +66,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     kernel_file!("common/gradient.cuh"),
     kernel_file!("common/blur_jobs.cuh"),
     kernel_file!("common/blur_tiles.cuh"),
+    kernel_file!("common/tile_flow.cuh"),
     kernel_file!("common/image_params.cuh"),
     kernel_file!("common/match_params.cuh"),
     kernel_file!("common/orb_params.cuh"),

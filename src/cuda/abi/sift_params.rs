@@ -58,6 +58,8 @@ pub struct SiftTiledParams {
     pub frame: CUdeviceptr,
     pub pyramid: CUdeviceptr,
     pub taps: CUdeviceptr,
+    /// The frame's tile-row counters (kernels/common/tile_flow.cuh).
+    pub rows_done: CUdeviceptr,
     pub n_jobs: i32,
     pub total_tiles: i32,
     pub max_radius: i32,
@@ -215,6 +217,7 @@ pub(super) fn layouts() -> Vec<super::layout::Layout> {
             frame,
             pyramid,
             taps,
+            rows_done,
             n_jobs,
             total_tiles,
             max_radius,

@@ -31,17 +31,28 @@ use crate::spec::scale_space::prefilter_threshold;
 /// a table uploaded with it), sized for the capacities and tables the kernel is given,
 /// and stays alive until the stream has run the kernel.
 impl Kernels {
-    /// A stage's chained (`blur_for`) or stepped (`levels_for`) jobs with `kernel`.
+    /// A stage's chained (`blur_for`) or stepped (`levels_for`) jobs with `kernel`;
+    /// `programmatic`: an overlapped copy after overlapped launches only, which may
+    /// start before they end.
     pub unsafe fn tiled(
         &self,
         stream: &CudaStream,
         kernel: &Launch,
         launch: &JobLaunch,
         p: &SiftTiledParams,
+        programmatic: bool,
     ) -> Result<()> {
+        let config = kernel.config(launch.tiles);
         // SAFETY: `sift_blur_dog_*` and `sift_levels_*` take one `SiftTiledParams`; the
-        // caller vouches for its pointers.
-        unsafe { kernel.kernel.launch(stream, kernel.config(launch.tiles), p) }
+        // caller vouches for its pointers, and an overlapped copy's tiles wait for the
+        // rows of the launches before it that they read.
+        unsafe {
+            if programmatic {
+                kernel.kernel.launch_programmatic(stream, config, p)
+            } else {
+                kernel.kernel.launch(stream, config, p)
+            }
+        }
     }
 
     pub unsafe fn small_octaves(
@@ -179,6 +190,34 @@ impl SideBranches {
     }
 }
 
+/// Whether a frame's tiled launches overlap (kernels/common/tile_flow.cuh): where every
+/// launch has an overlapped copy of its kernel, the frame's first octave goes level by
+/// level (a chain of launches of one level each), and no launch is more than two waves
+/// of its kernel's resident blocks. A launch's last wave, and the launch after it
+/// waiting for it, then leave SMs idle that the next launch's tiles take. H200: with
+/// more waves (4K frames, upscaled 1080p, `--sm-limit 8`) the tiles' waits and
+/// publications cost more than the tails they fill, and octaves in steps alone (640x480)
+/// gain nothing.
+fn overlapped_launches(k: &Kernels, plan: &Plan) -> bool {
+    let fits = |launch: &JobLaunch, stepped: bool| {
+        let kernel = if stepped {
+            k.levels_for(launch, true)
+        } else {
+            k.blur_for(launch, true)
+        };
+        k.overlaps(launch, stepped) && launch.tiles.div_ceil(kernel.blocks.max(1)) <= 2
+    };
+    let launches = || {
+        plan.stages
+            .iter()
+            .flat_map(|stage| [stage.chain, stage.tail])
+            .flat_map(|part| [(part.chained, false), (part.stepped, true)])
+            .filter_map(|(launch, stepped)| launch.map(|launch| (launch, stepped)))
+    };
+    launches().all(|(launch, stepped)| fits(&launch, stepped))
+        && launches().filter(|(_, stepped)| !stepped).count() > 1
+}
+
 pub fn enqueue(
     stream: &CudaStream,
     branches: &SideBranches,
@@ -217,6 +256,7 @@ pub fn enqueue(
         }
         plan.gray.ptr
     };
+    let overlapped = overlapped_launches(k, plan);
     // SAFETY: both buffers are live device allocations of this plan, `bytes` long.
     unsafe {
         result::memset_d8_async(counters, 0, plan.counters.bytes, stream.cu_stream())?;
@@ -231,40 +271,57 @@ pub fn enqueue(
             frame,
             pyramid,
             taps: plan.taps.ptr,
+            rows_done: plan.rows_done(),
             n_jobs: launch.n_jobs,
             total_tiles: launch.tiles as i32,
             max_radius: max_radius as i32,
             padding: 0,
         };
-        // One part of a stage (its chain or its tail) on `stream`.
-        let stage_launches = |stream: &CudaStream, part: &StageLaunches| -> Result<()> {
-            if let Some(launch) = &part.chained {
-                k.tiled(
-                    stream,
-                    k.blur_for(launch),
-                    launch,
-                    &params(launch, taps.chain_radius),
-                )?;
-            }
-            if let Some(launch) = &part.stepped {
-                k.tiled(
-                    stream,
-                    k.levels_for(launch),
-                    launch,
-                    &params(launch, taps.step_halo),
-                )?;
-            }
-            Ok(())
-        };
+        // One part of a stage (its chain or its tail) on `stream`. `programmatic`: its
+        // first launch may start before the launches `stream` waits for end, all of them
+        // overlapped; its second follows its first.
+        let stage_launches =
+            |stream: &CudaStream, part: &StageLaunches, programmatic: bool| -> Result<()> {
+                let mut programmatic = programmatic;
+                if let Some(launch) = &part.chained {
+                    let p = params(launch, taps.chain_radius);
+                    k.tiled(
+                        stream,
+                        k.blur_for(launch, overlapped),
+                        launch,
+                        &p,
+                        programmatic,
+                    )?;
+                    programmatic = overlapped;
+                }
+                if let Some(launch) = &part.stepped {
+                    let p = params(launch, taps.step_halo);
+                    k.tiled(
+                        stream,
+                        k.levels_for(launch, overlapped),
+                        launch,
+                        &p,
+                        programmatic,
+                    )?;
+                }
+                Ok(())
+            };
+        // Whether the frame's stream has queued overlapped launches only since the
+        // counters were reset.
+        let mut chain_overlapped = false;
         for (s, stage) in plan.stages.iter().enumerate() {
             // The tail reads levels of earlier stages only: it forks before this stage's
-            // chain, which then runs beside it.
+            // chain, which then runs beside it. Its branch waits for the chain so far and
+            // for earlier tails.
             if !stage.tail.is_empty() {
                 let side = branches.tails.fork(stream)?;
-                stage_launches(side, &stage.tail)?;
+                stage_launches(side, &stage.tail, chain_overlapped)?;
                 branches.tails.close()?;
             }
-            stage_launches(stream, &stage.chain)?;
+            if !stage.chain.is_empty() {
+                stage_launches(stream, &stage.chain, chain_overlapped)?;
+                chain_overlapped = overlapped;
+            }
             // The small octaves start from the level this stage made, and run in two
             // blocks beside the rest of the blur; the frame's stream waits for them
             // before the extrema.

@@ -303,7 +303,8 @@ pub struct Plan {
     /// unless the frame arrived as packed mono8 (its upload is read then).
     pub gray: DeviceBuffer,
     pub pyramid: DeviceBuffer,
-    /// One [`SiftCounters`], zeroed each frame.
+    /// One [`SiftCounters`], then the tile-row counters of the big octaves' jobs
+    /// (kernels/common/tile_flow.cuh): all zeroed each frame.
     pub counters: DeviceBuffer,
     pub candidates: [DeviceBuffer; 3],
     pub extrema: [DeviceBuffer; 7],
@@ -340,6 +341,7 @@ impl Plan {
             floats,
             schedule,
         } = geometry;
+        let counters = counter_bytes(&schedule);
         let (candidate_capacity, keypoint_capacity, output_capacity) =
             capacities(width, height, config);
         let buffer = |bytes: usize| DeviceBuffer::new(ctx, bytes);
@@ -362,7 +364,7 @@ impl Plan {
             input: FrameUpload::new(ctx, layout, unified)?,
             gray: buffer(width * height)?,
             pyramid: buffer(floats.max(1) * size_of::<f32>())?,
-            counters: buffer(size_of::<SiftCounters>())?,
+            counters: buffer(counters)?,
             candidates: several(|| words(cand))?,
             extrema: several(|| words(kp))?,
             keypoints: several(|| words(kp))?,
@@ -373,6 +375,18 @@ impl Plan {
             out_octave_layer: words(out)?,
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
         })
+    }
+}
+
+/// The counters' buffer of a plan: one [`SiftCounters`], then the tile-row counters.
+fn counter_bytes(schedule: &BlurSchedule) -> usize {
+    size_of::<SiftCounters>() + schedule.tile_rows * size_of::<u32>()
+}
+
+impl Plan {
+    /// The tile-row counters, after the [`SiftCounters`] in the counters' buffer.
+    pub fn rows_done(&self) -> u64 {
+        self.counters.ptr + size_of::<SiftCounters>() as u64
     }
 }
 
@@ -407,7 +421,7 @@ pub struct PlanBytes {
     /// The frame in grey, candidate, extremum, keypoint and ranking buffers and
     /// counters (device).
     pub work: usize,
-    /// Octave, job and tap tables (device).
+    /// Octave, job and tap tables, and the big octaves' tile-row counters (device).
     pub tables: usize,
     /// Buffers that cross to the host (the frame as it arrives, counted as a packed
     /// mono8 frame; summary, outputs, descriptors): in device memory mode each is a
@@ -452,7 +466,8 @@ impl PlanBytes {
             tables: octaves.len() * size_of::<SiftOctave>()
                 + schedule.jobs.len() * size_of::<LevelsJob>()
                 + schedule.small_jobs.len() * size_of::<BlurJob>()
-                + taps.values.len() * size_of::<f32>(),
+                + taps.values.len() * size_of::<f32>()
+                + schedule.tile_rows * size_of::<u32>(),
             staged: width * height
                 + SUMMARY_WORDS * word
                 + 6 * outputs * word
@@ -556,9 +571,20 @@ fn tile_shape(width: usize, height: usize, sms: usize) -> (usize, usize) {
 
 impl LevelsJob {
     fn tiles(&self) -> usize {
-        (self.width as usize).div_ceil(self.tile_w as usize)
-            * (self.height as usize).div_ceil(self.tile_h as usize)
+        (self.width as usize).div_ceil(self.tile_w as usize) * self.tile_rows()
     }
+
+    fn tile_rows(&self) -> usize {
+        (self.height as usize).div_ceil(self.tile_h as usize)
+    }
+}
+
+/// The rows of tiles of the job making a level, as a job reading it waits for them.
+#[derive(Clone, Copy, Debug)]
+struct TileRows {
+    first: i32,
+    tile_h: i32,
+    tiles_x: i32,
 }
 
 /// Where a plane or frame a job reads lies: `SOURCE_*`, first float (plane sources),
@@ -677,6 +703,8 @@ fn levels_job(
 /// The blur schedule: the big octaves' jobs and their launches, the small octaves' block.
 struct BlurSchedule {
     jobs: Vec<LevelsJob>,
+    /// Rows of tiles of all jobs: the tile-row counters a frame needs.
+    tile_rows: usize,
     stages: Vec<BlurStage>,
     small_jobs: Vec<BlurJob>,
     small_octaves: Option<SmallOctaves>,
@@ -701,6 +729,10 @@ fn blur_schedule(
     let mut by_stage: Vec<[[Vec<LevelsJob>; 2]; 2]> = Vec::new();
     // The launch making level n of the octave before.
     let mut base_stage: Option<usize> = None;
+    // The rows of tiles of the job making each level of each big octave, and the
+    // counters given out so far.
+    let mut makers: Vec<Vec<Option<TileRows>>> = vec![vec![None; n + 3]; octaves.len()];
+    let mut tile_rows = 0;
     for o in 0..octaves.len().min(first_small) {
         let octave = &octaves[o];
         let steps = if o == 0 {
@@ -712,7 +744,29 @@ fn blur_schedule(
         let stored = stored_levels(steps, n);
         let first_stage = base_stage.map_or(0, |s| s + 1);
         for (stage, step) in (first_stage..).zip(steps) {
-            let job = levels_job(octaves, o, step, &stored, n, frame, sms)?;
+            let mut job = levels_job(octaves, o, step, &stored, n, frame, sms)?;
+            // A plane source was made by an earlier step: of this octave, or level n of
+            // the octave before for the base.
+            let source_maker = match step.source {
+                Some(level) => makers[o][level],
+                None => o.checked_sub(1).and_then(|before| makers[before][n]),
+            };
+            (job.src_rows_done, job.src_tile_h, job.src_tiles_x) = match source_maker {
+                Some(maker) => (maker.first, maker.tile_h, maker.tiles_x),
+                None => (-1, 0, 0),
+            };
+            job.rows_done = to_i32(tile_rows, "tile rows")?;
+            tile_rows += job.tile_rows();
+            let rows = TileRows {
+                first: job.rows_done,
+                tile_h: job.tile_h,
+                tiles_x: job.tiles_x,
+            };
+            for &(level, kernel) in &step.levels {
+                if kernel.is_some() {
+                    makers[o][level] = Some(rows);
+                }
+            }
             if by_stage.len() <= stage {
                 by_stage.resize(stage + 1, Default::default());
             }
@@ -760,6 +814,7 @@ fn blur_schedule(
     };
     Ok(BlurSchedule {
         jobs,
+        tile_rows,
         stages,
         small_jobs,
         small_octaves,
@@ -887,7 +942,9 @@ mod tests {
     }
 
     /// Every level a job stores or blurs from is made once, before the launch reading
-    /// it; every DoG plane is written once; layers 1..n of every octave are stored;
+    /// it, and the job waits for the tile rows of the job making it; every job has rows
+    /// of tile-row counters of its own; every DoG plane is written once; layers 1..n of
+    /// every octave are stored;
     /// every stage's tiles are its jobs' tiles; the small octaves' blocks start after the
     /// stage making their first source, and each makes its levels in order, the tail's
     /// from the levels the chain publishes.
@@ -918,11 +975,21 @@ mod tests {
             let first_small = first_small_octave(&octaves, &taps, n + 3, shared_limit);
             let BlurSchedule {
                 jobs,
+                tile_rows,
                 stages,
                 small_jobs,
                 small_octaves,
             } = blur_schedule(&octaves, &taps, n, frame, sms, first_small).unwrap();
+            let mut counter_owner = vec![None; tile_rows];
+            for (j, job) in jobs.iter().enumerate() {
+                let first = job.rows_done as usize;
+                for owner in &mut counter_owner[first..first + job.tile_rows()] {
+                    assert_eq!(owner.replace(j), None, "{case}: shared tile-row counter");
+                }
+            }
+            assert!(counter_owner.iter().all(Option::is_some), "{case}");
             let mut made_at = std::collections::HashMap::new();
+            let mut made_rows = std::collections::HashMap::new();
             let mut made_by_tail = std::collections::HashSet::new();
             let mut dogs = std::collections::HashSet::new();
             // (launch, chained kernel, on the tail branch)
@@ -966,6 +1033,13 @@ mod tests {
                             made.is_some_and(|m| m < s),
                             "{case}: stage {s} reads an unmade level"
                         );
+                        assert_eq!(
+                            made_rows.get(&job.src_offset),
+                            Some(&(job.src_rows_done, job.src_tile_h, job.src_tiles_x)),
+                            "{case}: a job waits for other rows than its source's"
+                        );
+                    } else {
+                        assert_eq!(job.src_rows_done, -1, "{case}");
                         // The chain does not wait for the tail branch.
                         assert!(
                             *tail || !made_by_tail.contains(&job.src_offset),
@@ -984,6 +1058,8 @@ mod tests {
                     for k in 0..job.n_levels as usize {
                         if job.gauss_out[k] >= 0 {
                             assert!(made_at.insert(job.gauss_out[k], s).is_none(), "{case}");
+                            made_rows
+                                .insert(job.gauss_out[k], (job.rows_done, job.tile_h, job.tiles_x));
                             if *tail {
                                 made_by_tail.insert(job.gauss_out[k]);
                             }

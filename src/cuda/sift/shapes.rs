@@ -85,6 +85,12 @@ fn window_for(radii: &[usize], launch: &JobLaunch) -> usize {
         .unwrap_or(radii.len() - 1)
 }
 
+/// The tiled kernels whose launches overlap the tiled launches before them.
+pub struct OverlappedKernels {
+    pub blur_dog: [Launch; 2],
+    pub levels: Launch,
+}
+
 /// Every kernel of the pipeline.
 pub struct Kernels {
     /// `image_to_gray`: the frame as it arrived to the grey image octave 0 reads.
@@ -94,6 +100,9 @@ pub struct Kernels {
     pub blur_dog: [Launch; 3],
     /// `sift_levels_r24`, `_r32`: several levels from one source, for halos up to 24, 32.
     pub levels: [Launch; 2],
+    /// The copies of `sift_blur_dog_r8`, `_r16` and `sift_levels_r24` whose launches
+    /// overlap the launches before them (kernels/common/tile_flow.cuh): sm_90 and later.
+    pub overlapped: Option<OverlappedKernels>,
     /// `sift_small_octaves`, allowed the device's largest shared memory per block.
     pub small_octaves: Launch,
     pub limits: DeviceLimits,
@@ -107,14 +116,36 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The level-by-level kernel whose register window holds the launch's radius.
-    pub fn blur_for(&self, launch: &JobLaunch) -> &Launch {
-        &self.blur_dog[window_for(&BLUR_KERNEL_RADII, launch)]
+    /// The level-by-level kernel whose register window holds the launch's radius, its
+    /// overlapped copy when `overlapped` and there is one.
+    pub fn blur_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
+        let window = window_for(&BLUR_KERNEL_RADII, launch);
+        match &self.overlapped {
+            Some(copies) if overlapped && window < copies.blur_dog.len() => {
+                &copies.blur_dog[window]
+            }
+            _ => &self.blur_dog[window],
+        }
     }
 
-    /// The step kernel whose register window holds the launch's halo.
-    pub fn levels_for(&self, launch: &JobLaunch) -> &Launch {
-        &self.levels[window_for(&STEP_KERNEL_RADII, launch)]
+    /// The step kernel whose register window holds the launch's halo, its overlapped
+    /// copy when `overlapped` and there is one.
+    pub fn levels_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
+        let window = window_for(&STEP_KERNEL_RADII, launch);
+        match &self.overlapped {
+            Some(copies) if overlapped && window == 0 => &copies.levels,
+            _ => &self.levels[window],
+        }
+    }
+
+    /// Whether a launch has an overlapped copy of its kernel.
+    pub fn overlaps(&self, launch: &JobLaunch, stepped: bool) -> bool {
+        let (radii, copies) = if stepped {
+            (&STEP_KERNEL_RADII[..], 1)
+        } else {
+            (&BLUR_KERNEL_RADII[..], 2)
+        };
+        self.overlapped.is_some() && window_for(radii, launch) < copies
     }
 
     /// The small octaves' two blocks (chain and tail), with `shared` bytes of dynamic
@@ -205,6 +236,32 @@ impl Kernels {
                     step_shared[1],
                 )?,
             ],
+            overlapped: if gpu.arch.major >= 9 {
+                Some(OverlappedKernels {
+                    blur_dog: [
+                        fixed(
+                            "sift_pyramid",
+                            "sift_blur_dog_r8_overlapped",
+                            BLUR_THREADS,
+                            blur_shared[0],
+                        )?,
+                        fixed(
+                            "sift_pyramid",
+                            "sift_blur_dog_r16_overlapped",
+                            BLUR_THREADS,
+                            blur_shared[1],
+                        )?,
+                    ],
+                    levels: fixed(
+                        "sift_levels",
+                        "sift_levels_r24_overlapped",
+                        BLUR_THREADS,
+                        step_shared[0],
+                    )?,
+                })
+            } else {
+                None
+            },
             small_octaves: fixed(
                 "sift_small_octaves",
                 "sift_small_octaves",

@@ -282,27 +282,22 @@ pub fn enqueue(
         // overlapped; its second follows its first.
         let stage_launches =
             |stream: &CudaStream, part: &StageLaunches, programmatic: bool| -> Result<()> {
+                let chained = part
+                    .chained
+                    .map(|launch| (launch, k.blur_for(&launch, overlapped), taps.chain_radius));
+                let stepped = part
+                    .stepped
+                    .map(|launch| (launch, k.levels_for(&launch, overlapped), taps.step_halo));
                 let mut programmatic = programmatic;
-                if let Some(launch) = &part.chained {
-                    let p = params(launch, taps.chain_radius);
+                for (launch, kernel, radius) in chained.into_iter().chain(stepped) {
                     k.tiled(
                         stream,
-                        k.blur_for(launch, overlapped),
-                        launch,
-                        &p,
+                        kernel,
+                        &launch,
+                        &params(&launch, radius),
                         programmatic,
                     )?;
                     programmatic = overlapped;
-                }
-                if let Some(launch) = &part.stepped {
-                    let p = params(launch, taps.step_halo);
-                    k.tiled(
-                        stream,
-                        k.levels_for(launch, overlapped),
-                        launch,
-                        &p,
-                        programmatic,
-                    )?;
                 }
                 Ok(())
             };

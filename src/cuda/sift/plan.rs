@@ -376,18 +376,16 @@ impl Plan {
             descriptors: staged(out * DESCRIPTOR_BYTES)?,
         })
     }
+
+    /// The tile-row counters, after the [`SiftCounters`] in the counters' buffer.
+    pub fn rows_done(&self) -> u64 {
+        self.counters.ptr + size_of::<SiftCounters>() as u64
+    }
 }
 
 /// The counters' buffer of a plan: one [`SiftCounters`], then the tile-row counters.
 fn counter_bytes(schedule: &BlurSchedule) -> usize {
     size_of::<SiftCounters>() + schedule.tile_rows * size_of::<u32>()
-}
-
-impl Plan {
-    /// The tile-row counters, after the [`SiftCounters`] in the counters' buffer.
-    pub fn rows_done(&self) -> u64 {
-        self.counters.ptr + size_of::<SiftCounters>() as u64
-    }
 }
 
 /// `N` buffers of one size, each made by `make` (the arrays of per-item fields).

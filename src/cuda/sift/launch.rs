@@ -200,12 +200,8 @@ impl SideBranches {
 /// gain nothing.
 fn overlapped_launches(k: &Kernels, plan: &Plan) -> bool {
     let fits = |launch: &JobLaunch, stepped: bool| {
-        let kernel = if stepped {
-            k.levels_for(launch, true)
-        } else {
-            k.blur_for(launch, true)
-        };
-        k.overlaps(launch, stepped) && launch.tiles.div_ceil(kernel.blocks.max(1)) <= 2
+        k.overlapped_copy(launch, stepped)
+            .is_some_and(|kernel| launch.tiles.div_ceil(kernel.blocks.max(1)) <= 2)
     };
     let launches = || {
         plan.stages

@@ -85,10 +85,11 @@ fn window_for(radii: &[usize], launch: &JobLaunch) -> usize {
         .unwrap_or(radii.len() - 1)
 }
 
-/// The tiled kernels whose launches overlap the tiled launches before them.
+/// The tiled kernels whose launches overlap the tiled launches before them: copies of the
+/// first of `Kernels::blur_dog` and `Kernels::levels`.
 pub struct OverlappedKernels {
     pub blur_dog: [Launch; 2],
-    pub levels: Launch,
+    pub levels: [Launch; 1],
 }
 
 /// Every kernel of the pipeline.
@@ -119,33 +120,30 @@ impl Kernels {
     /// The level-by-level kernel whose register window holds the launch's radius, its
     /// overlapped copy when `overlapped` and there is one.
     pub fn blur_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
-        let window = window_for(&BLUR_KERNEL_RADII, launch);
-        match &self.overlapped {
-            Some(copies) if overlapped && window < copies.blur_dog.len() => {
-                &copies.blur_dog[window]
-            }
-            _ => &self.blur_dog[window],
-        }
+        overlapped
+            .then(|| self.overlapped_copy(launch, false))
+            .flatten()
+            .unwrap_or(&self.blur_dog[window_for(&BLUR_KERNEL_RADII, launch)])
     }
 
     /// The step kernel whose register window holds the launch's halo, its overlapped
     /// copy when `overlapped` and there is one.
     pub fn levels_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
-        let window = window_for(&STEP_KERNEL_RADII, launch);
-        match &self.overlapped {
-            Some(copies) if overlapped && window == 0 => &copies.levels,
-            _ => &self.levels[window],
-        }
+        overlapped
+            .then(|| self.overlapped_copy(launch, true))
+            .flatten()
+            .unwrap_or(&self.levels[window_for(&STEP_KERNEL_RADII, launch)])
     }
 
-    /// Whether a launch has an overlapped copy of its kernel.
-    pub fn overlaps(&self, launch: &JobLaunch, stepped: bool) -> bool {
-        let (radii, copies) = if stepped {
-            (&STEP_KERNEL_RADII[..], 1)
+    /// The overlapped copy of the kernel of a chained or `stepped` launch, where there
+    /// is one.
+    pub fn overlapped_copy(&self, launch: &JobLaunch, stepped: bool) -> Option<&Launch> {
+        let copies = self.overlapped.as_ref()?;
+        if stepped {
+            copies.levels.get(window_for(&STEP_KERNEL_RADII, launch))
         } else {
-            (&BLUR_KERNEL_RADII[..], 2)
-        };
-        self.overlapped.is_some() && window_for(radii, launch) < copies
+            copies.blur_dog.get(window_for(&BLUR_KERNEL_RADII, launch))
+        }
     }
 
     /// The small octaves' two blocks (chain and tail), with `shared` bytes of dynamic
@@ -252,12 +250,12 @@ impl Kernels {
                             blur_shared[1],
                         )?,
                     ],
-                    levels: fixed(
+                    levels: [fixed(
                         "sift_levels",
                         "sift_levels_r24_overlapped",
                         BLUR_THREADS,
                         step_shared[0],
-                    )?,
+                    )?],
                 })
             } else {
                 None

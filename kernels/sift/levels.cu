@@ -123,7 +123,9 @@ __device__ __forceinline__ void store_quad(float* plane, int width, int height, 
 // job (`max_halo`, at most MAXR here), then the vertical pass's rows, both at the row
 // stride `blur_row_stride(MAXR)`. EXACT: a copy of the passes per radius
 // (`blur_level_exact`), else one copy predicated on the radius (the radius-32 kernel:
-// 33 copies of it would mostly add compile time).
+// 33 copies of it would mostly add compile time). Tiles are found one at a time
+// (`job_of_tile`): held across the level loop, `for_each_tile`'s walk made the
+// radius-24 kernel spill five times as much (480 bytes of stack against 96, sm_90).
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void levels_stage(const LevelsJob* __restrict__ jobs, int n_jobs,
                                              int total_tiles, int max_halo,

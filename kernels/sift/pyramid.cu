@@ -140,8 +140,8 @@ __device__ __forceinline__ void blur_tile_exact(
         blur_tile_exact<MAXR, R - 1>(job, w, input, cols, pyramid, x0, y0);
 }
 
-// One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided,
-// for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
+// One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided
+// (`for_each_tile`), for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
 // largest radius of the pipeline (`max_radius`, at most MAXR here), then the vertical
 // pass's rows, both at the row stride `blur_row_stride(MAXR)`. EXACT: a copy of the
 // passes per radius (`blur_tile_exact`), else one copy predicated on the radius (the
@@ -154,10 +154,9 @@ __device__ __forceinline__ void blur_dog_stage(
     float* cols;
     float* shared = tile_arrays<MAXR>(max_radius, cols);
     int stored = -1;  // the counter of the block's stored tile not yet published
-    for (int t = blockIdx.x; t < total_tiles; t += gridDim.x) {
-        if (t + (int)gridDim.x >= total_tiles) allow_dependents(rows_done);
-        int x0, y0, row;
-        const LevelsJob& levels = jobs[job_of_tile(jobs, n_jobs, t, x0, y0, row)];
+    for_each_tile(jobs, n_jobs, total_tiles, [&](const LevelsJob& levels, int x0, int y0, int row,
+                                                 bool last) {
+        if (last) allow_dependents(rows_done);
         const TiledLevel job = tiled_level(levels);
         const int r = job.radius;
         wait_for_source(rows_done, levels, y0, r);
@@ -173,7 +172,7 @@ __device__ __forceinline__ void blur_dog_stage(
         else
             blur_tile<MAXR, MAXR, MAXR, false>(job, r, w, shared, cols, pyramid, x0, y0);
         __syncthreads();  // the next tile reuses the shared arrays
-    }
+    });
     publish_tile(rows_done, stored);
     wait_for_launch_before(rows_done);
 }

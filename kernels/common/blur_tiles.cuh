@@ -361,13 +361,20 @@ __device__ __forceinline__ float* tile_arrays(int max_halo, float*& cols) {
     return shared;
 }
 
-// The job of the launch's tile t (jobs are in tile order, each from its `tile_start`),
-// the tile's origin (x0, y0) in that job's level and its row of tiles: one tile at a
-// time, for a kernel that cannot hold `for_each_tile`'s walk in registers.
-__device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, int n_jobs, int t,
-                                           int& x0, int& y0, int& row) {
+// The job holding the launch's tile t: jobs are in tile order, each from its `tile_start`.
+__device__ __forceinline__ int job_index_of_tile(const LevelsJob* __restrict__ jobs, int n_jobs,
+                                                 int t) {
     int j = 0;
     while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
+    return j;
+}
+
+// The job of the launch's tile t, the tile's origin (x0, y0) in that job's level and its
+// row of tiles: one tile at a time, for a kernel that cannot hold `for_each_tile`'s walk
+// in registers.
+__device__ __forceinline__ int job_of_tile(const LevelsJob* __restrict__ jobs, int n_jobs, int t,
+                                           int& x0, int& y0, int& row) {
+    const int j = job_index_of_tile(jobs, n_jobs, t);
     const LevelsJob& job = jobs[j];
     const int tile = t - job.tile_start;  // under 2^21: a level has fewer tiles than pixels
     row = small_quotient(tile, job.tiles_x);
@@ -388,8 +395,7 @@ __device__ __forceinline__ void for_each_tile(const LevelsJob* __restrict__ jobs
                                               int total_tiles, Tile tile) {
     const int stride = (int)gridDim.x;
     for (int t = blockIdx.x; t < total_tiles;) {
-        int j = 0;
-        while (j + 1 < n_jobs && t >= jobs[j + 1].tile_start) ++j;
+        const int j = job_index_of_tile(jobs, n_jobs, t);
         const LevelsJob& job = jobs[j];
         const int end = j + 1 < n_jobs ? jobs[j + 1].tile_start : total_tiles;
         const int tiles_x = job.tiles_x, first = t - job.tile_start;  // under 2^21

@@ -141,10 +141,10 @@ __device__ __forceinline__ void blur_tile_exact(
 }
 
 // One blur stage: every tile of the `n_jobs` jobs starting at `jobs`, grid-strided
-// (`for_each_tile`), for radii up to MAXR. Dynamic shared memory: the input tile with its halo for the
-// largest radius of the pipeline (`max_radius`, at most MAXR here), then the vertical
-// pass's rows, both at the row stride `blur_row_stride(MAXR)`. EXACT: a copy of the
-// passes per radius (`blur_tile_exact`), else one copy predicated on the radius (the
+// (`for_each_tile`), for radii up to MAXR. Dynamic shared memory: the input tile with its
+// halo for the largest radius of the pipeline (`max_radius`, at most MAXR here), then the
+// vertical pass's rows, both at the row stride `blur_row_stride(MAXR)`. EXACT: a copy of
+// the passes per radius (`blur_tile_exact`), else one copy predicated on the radius (the
 // radius-32 kernel: 33 copies of it would mostly add compile time).
 template <int MAXR, int LOAD_ROWS, bool EXACT>
 __device__ __forceinline__ void blur_dog_stage(

@@ -31,7 +31,7 @@ use crate::spec::scale_space::prefilter_threshold;
 /// a table uploaded with it), sized for the capacities and tables the kernel is given,
 /// and stays alive until the stream has run the kernel.
 impl Kernels {
-    /// A stage's chained (`blur_for`) or stepped (`levels_for`) jobs with `kernel`;
+    /// A stage's chained or stepped jobs with `kernel` (`tiled_kernel`);
     /// `programmatic`: an overlapped copy after overlapped launches only, which may
     /// start before they end.
     pub unsafe fn tiled(
@@ -280,15 +280,13 @@ pub fn enqueue(
             |stream: &CudaStream, part: &StageLaunches, programmatic: bool| -> Result<()> {
                 let chained = part
                     .chained
-                    .map(|launch| (launch, k.blur_for(&launch, overlapped), taps.chain_radius));
-                let stepped = part
-                    .stepped
-                    .map(|launch| (launch, k.levels_for(&launch, overlapped), taps.step_halo));
+                    .map(|launch| (launch, false, taps.chain_radius));
+                let stepped = part.stepped.map(|launch| (launch, true, taps.step_halo));
                 let mut programmatic = programmatic;
-                for (launch, kernel, radius) in chained.into_iter().chain(stepped) {
+                for (launch, stepped, radius) in chained.into_iter().chain(stepped) {
                     k.tiled(
                         stream,
-                        kernel,
+                        k.tiled_kernel(&launch, stepped, overlapped),
                         &launch,
                         &params(&launch, radius),
                         programmatic,

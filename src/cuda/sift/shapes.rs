@@ -117,22 +117,20 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The level-by-level kernel whose register window holds the launch's radius, its
+    /// The kernel of a chained launch (level by level: the one whose register window
+    /// holds the launch's radius) or a `stepped` one (the one holding its halo); its
     /// overlapped copy when `overlapped` and there is one.
-    pub fn blur_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
+    pub fn tiled_kernel(&self, launch: &JobLaunch, stepped: bool, overlapped: bool) -> &Launch {
         overlapped
-            .then(|| self.overlapped_copy(launch, false))
+            .then(|| self.overlapped_copy(launch, stepped))
             .flatten()
-            .unwrap_or(&self.blur_dog[window_for(&BLUR_KERNEL_RADII, launch)])
-    }
-
-    /// The step kernel whose register window holds the launch's halo, its overlapped
-    /// copy when `overlapped` and there is one.
-    pub fn levels_for(&self, launch: &JobLaunch, overlapped: bool) -> &Launch {
-        overlapped
-            .then(|| self.overlapped_copy(launch, true))
-            .flatten()
-            .unwrap_or(&self.levels[window_for(&STEP_KERNEL_RADII, launch)])
+            .unwrap_or_else(|| {
+                if stepped {
+                    &self.levels[window_for(&STEP_KERNEL_RADII, launch)]
+                } else {
+                    &self.blur_dog[window_for(&BLUR_KERNEL_RADII, launch)]
+                }
+            })
     }
 
     /// The overlapped copy of the kernel of a chained or `stepped` launch, where there

@@ -1,6 +1,7 @@
 //! Publish → subscribe through the real DDS stack on localhost, for every message
 //! type the node exchanges, with names resolved as the node resolves them.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use orbsift::msgs::{
@@ -8,6 +9,7 @@ use orbsift::msgs::{
 };
 use orbsift::transport::dds::{result_qos, sensor_qos, DdsEndpoint};
 use orbsift::transport::RosArgs;
+use ros2_client::dds::rustdds::DomainParticipantBuilder;
 
 /// A domain of its own per test process, so parallel runs do not hear each other.
 fn isolated_domain() -> u16 {
@@ -148,4 +150,44 @@ fn remapped_names_reach_the_remapped_topic() {
             "nothing arrived through the remapping"
         );
     }
+}
+
+#[test]
+fn a_participant_dropped_while_discovery_announces_it_goes_quietly() {
+    // Discovery announces a new participant 100 ms after it joins, holding the
+    // participant meanwhile. A node that stops about then (a camera that cannot be opened)
+    // leaves Discovery the last reference; dropping it there must not join Discovery's own
+    // thread. The drops sweep that announcement in 20 µs steps.
+    static DISCOVERY_PANICS: AtomicUsize = AtomicUsize::new(0);
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let on_discovery = std::thread::current()
+            .name()
+            .is_some_and(|name| name.contains("discovery"));
+        if on_discovery {
+            DISCOVERY_PANICS.fetch_add(1, Ordering::SeqCst);
+        }
+        report(info);
+    }));
+    let offsets_us: Vec<u64> = (0..240).map(|step| 97_600 + 20 * step).collect();
+    for batch in offsets_us.chunks(24) {
+        let participants: Vec<_> = batch
+            .iter()
+            .map(|&offset_us| {
+                std::thread::spawn(move || {
+                    let participant = DomainParticipantBuilder::new(isolated_domain())
+                        .build()
+                        .unwrap();
+                    std::thread::sleep(Duration::from_micros(offset_us));
+                    drop(participant);
+                })
+            })
+            .collect();
+        for participant in participants {
+            participant.join().unwrap();
+        }
+    }
+    // Discovery threads left to end by themselves get the time to do so.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(DISCOVERY_PANICS.load(Ordering::SeqCst), 0);
 }

@@ -1147,6 +1147,14 @@ impl Drop for DomainParticipantDisc {
 
     debug!("Waiting for Discovery join.");
     if let Ok(handle) = self.discovery_join_handle.try_recv() {
+      // Discovery holds the participant while it announces it. An application that
+      // drops its handle meanwhile leaves the last reference, and this drop, to the
+      // Discovery thread; joining itself fails (EDEADLK) and std panics. That thread
+      // has just been told to stop, so it is left to end on its own.
+      if handle.thread().id() == std::thread::current().id() {
+        debug!("Discovery dropped the participant; it stops on its own.");
+        return;
+      }
       handle
         .join()
         .unwrap_or_else(|e| warn!("Failed to join discovery thread: {e:?}"));
